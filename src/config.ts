@@ -1,0 +1,213 @@
+/**
+ * The only reader of the environment. The environment is checked once, at start-up; anything
+ * unusable stops the process with one line naming the variable and the rule.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { limits } from './limits.ts';
+import type { LogLevel } from './log.ts';
+import { isUuid } from './uuid.ts';
+
+export type Durability = 'full' | 'fast';
+
+export interface PlannerConfig {
+  url: string;
+  apiKey: string | null;
+  /** Token for every installation without one of its own. */
+  defaultToken: string | null;
+  /** Per-installation tokens (lower-case installation id → token), overriding the default. */
+  tokens: ReadonlyMap<string, string>;
+}
+
+export interface StorageConfig {
+  databasePath: string;
+  durability: Durability;
+  logLevel: LogLevel;
+}
+
+export interface Config extends StorageConfig {
+  ingestToken: string;
+  approvalPassword: string | null;
+  publicUrl: string;
+  trustProxy: boolean;
+  host: string;
+  port: number;
+  planner: PlannerConfig;
+}
+
+export type Env = Record<string, string | undefined>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const SECRET_VARIABLES = [
+  'INGEST_TOKEN',
+  'APPROVAL_PASSWORD',
+  'PLANNER_API_KEY',
+  'PLANNER_TOKEN',
+  'PLANNER_TOKENS',
+] as const;
+
+export const DEFAULT_PLANNER_URL = 'https://api.iternio.com/1/tlm/send';
+export const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
+
+/**
+ * The effective environment: the process environment over the `.env` file of the working directory,
+ * with every `<SECRET>_FILE` replaced by the file's contents.
+ */
+export function readEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
+  const dotenvPath = join(cwd, '.env');
+  const fromFile = existsSync(dotenvPath) ? parseDotenv(readFileSync(dotenvPath, 'utf8')) : {};
+  const env: Env = { ...fromFile, ...processEnv };
+  for (const name of SECRET_VARIABLES) {
+    const filePath = env[`${name}_FILE`];
+    if (filePath === undefined || filePath === '') continue;
+    if (env[name] !== undefined && env[name] !== '') {
+      throw new ConfigError(`${name} and ${name}_FILE are both set; set only one of them`);
+    }
+    env[name] = readSecretFile(name, filePath);
+  }
+  return env;
+}
+
+function readSecretFile(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  } catch (error) {
+    throw new ConfigError(`${name}_FILE names a file that cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+/** Parses `KEY=value` lines: `#` comments, an optional `export`, single or double quotes. */
+export function parseDotenv(text: string): Env {
+  const env: Env = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    if (!match) continue;
+    env[match[1]!] = unquote(match[2]!);
+  }
+  return env;
+}
+
+function unquote(value: string): string {
+  const quote = value[0];
+  if ((quote === '"' || quote === "'") && value.length >= 2 && value.endsWith(quote)) {
+    const inner = value.slice(1, -1);
+    return quote === '"' ? inner.replace(/\\n/g, '\n').replace(/\\(["\\])/g, '$1') : inner;
+  }
+  return value.replace(/\s+#.*$/, '');
+}
+
+/** What the command-line tools need: the database only. */
+export function storageConfig(env: Env): StorageConfig {
+  return {
+    databasePath: nonEmpty(env.DATABASE_PATH) ?? DEFAULT_DATABASE_PATH,
+    durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+  };
+}
+
+/** Everything the server needs, checked. */
+export function serveConfig(env: Env): Config {
+  return {
+    ...storageConfig(env),
+    ingestToken: ingestToken(env.INGEST_TOKEN),
+    approvalPassword: approvalPassword(env.APPROVAL_PASSWORD),
+    publicUrl: publicUrl(env.PUBLIC_URL),
+    trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
+    host: nonEmpty(env.HOST) ?? '0.0.0.0',
+    port: port(env.PORT),
+    planner: plannerConfig(env),
+  };
+}
+
+function ingestToken(value: string | undefined): string {
+  if (value === undefined || value.length < limits.ingestTokenMinChars) {
+    throw new ConfigError(
+      `INGEST_TOKEN must be set to at least ${limits.ingestTokenMinChars} characters` +
+        (value ? ` (it has ${value.length})` : ''),
+    );
+  }
+  return value;
+}
+
+function approvalPassword(value: string | undefined): string | null {
+  if (value === undefined || value === '') return null;
+  if (value.length < limits.approvalPasswordMinChars) {
+    throw new ConfigError(
+      `APPROVAL_PASSWORD must have at least ${limits.approvalPasswordMinChars} characters (it has ${value.length}); unset it to turn pairing off`,
+    );
+  }
+  return value;
+}
+
+function publicUrl(value: string | undefined): string {
+  const url = nonEmpty(value);
+  if (url === undefined) return '';
+  if (!isHttpUrl(url)) throw new ConfigError('PUBLIC_URL must be an http:// or https:// URL');
+  return url.replace(/\/+$/, '');
+}
+
+function port(value: string | undefined): number {
+  const text = nonEmpty(value);
+  if (text === undefined) return 8080;
+  const number = Number(text);
+  if (!/^\d+$/.test(text) || number > 65_535) {
+    throw new ConfigError('PORT must be a whole number from 0 to 65535 (0 picks a free port)');
+  }
+  return number;
+}
+
+function plannerConfig(env: Env): PlannerConfig {
+  const url = nonEmpty(env.PLANNER_URL) ?? DEFAULT_PLANNER_URL;
+  if (!isHttpUrl(url)) throw new ConfigError('PLANNER_URL must be an http:// or https:// URL');
+  return {
+    url,
+    apiKey: nonEmpty(env.PLANNER_API_KEY) ?? null,
+    defaultToken: nonEmpty(env.PLANNER_TOKEN) ?? null,
+    tokens: plannerTokens(env.PLANNER_TOKENS),
+  };
+}
+
+/** `PLANNER_TOKENS`: `<installationId>=<token>` pairs, comma-separated. Never echoes a token. */
+export function plannerTokens(value: string | undefined): Map<string, string> {
+  const tokens = new Map<string, string>();
+  for (const [index, pair] of (nonEmpty(value)?.split(',') ?? []).entries()) {
+    const separator = pair.indexOf('=');
+    const id = pair.slice(0, Math.max(separator, 0)).trim().toLowerCase();
+    const token = pair.slice(separator + 1).trim();
+    if (separator < 0 || !isUuid(id) || token === '') {
+      throw new ConfigError(
+        `PLANNER_TOKENS entry ${index + 1} must be <installationId>=<token> with a UUID and a non-empty token`,
+      );
+    }
+    tokens.set(id, token);
+  }
+  return tokens;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const value = nonEmpty(env[name]);
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * The main thread's side of the writer: every write of the service goes through `write()`, which
+ * answers only once the group holding the write has committed.
+ */
+import type { Durability } from '../config.ts';
+import type { Write, WriteFailure } from './group.ts';
+import type { FromWriter, ToWriter } from './protocol.ts';
+import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
+import { StorageError } from './open.ts';
+
+/** A write that did not commit; `scope` tells whether its whole group was rolled back. */
+export class WriteError extends Error {
+  override name = 'WriteError';
+  readonly code: string | undefined;
+  readonly scope: WriteFailure['scope'];
+  constructor(failure: WriteFailure) {
+    super(failure.message);
+    this.code = failure.code;
+    this.scope = failure.scope;
+  }
+}
+
+/**
+ * In the compiled binary every module shares the entry's URL and the writer is a second entry point
+ * (see the build script) at `db/writer.worker.ts` below the bundle's root.
+ */
+const WRITER_ENTRY = import.meta.url.startsWith('file:///$bunfs/')
+  ? './db/writer.worker.ts'
+  : new URL('./writer.worker.ts', import.meta.url).href;
+
+interface Pending {
+  write: Write;
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+export interface CommitterOptions {
+  path: string;
+  durability: Durability;
+  /** Writes per group at most; 1 commits every write on its own (a benchmark baseline). */
+  maxGroupWrites?: number;
+}
+
+export interface CommitterStats {
+  groups: number;
+  writes: number;
+}
+
+export class Committer {
+  private queue: Pending[] = [];
+  private inFlight: Pending[] | null = null;
+  private pumpScheduled = false;
+  private closing: Promise<void> | null = null;
+  private broken: Error | null = null;
+  private idleWaiters: (() => void)[] = [];
+  readonly stats: CommitterStats = { groups: 0, writes: 0 };
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly maxGroupWrites: number,
+  ) {
+    worker.addEventListener('message', (event: MessageEvent<FromWriter>) => this.onMessage(event.data));
+    worker.addEventListener('error', (event) => this.onCrash(new Error(`writer failed: ${event.message}`)));
+  }
+
+  /** Starts the writer on its own connection to `path`. */
+  static async start(options: CommitterOptions): Promise<Committer> {
+    const worker = new Worker(WRITER_ENTRY);
+    const opened = new Promise<void>((resolve, reject) => {
+      const onMessage = (event: MessageEvent<FromWriter>) => {
+        worker.removeEventListener('message', onMessage);
+        if (event.data.type === 'opened') resolve();
+        else reject(new StorageError(event.data.type === 'failed' ? event.data.message : 'writer did not open'));
+      };
+      worker.addEventListener('message', onMessage);
+      worker.addEventListener('error', (event) => reject(new StorageError(event.message)), { once: true });
+    });
+    post(worker, { type: 'open', path: options.path, durability: options.durability });
+    try {
+      await opened;
+    } catch (error) {
+      worker.terminate();
+      throw error;
+    }
+    return new Committer(worker, options.maxGroupWrites ?? 1000);
+  }
+
+  write<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
+    if (this.closing || this.broken) {
+      return Promise.reject(this.broken ?? new Error('the writer is closed'));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ write: { op, args }, resolve: resolve as (value: unknown) => void, reject });
+      this.schedulePump();
+    });
+  }
+
+  /** Resolves once every write handed in so far has been answered. */
+  idle(): Promise<void> {
+    if (!this.inFlight && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Commits what is queued, then closes the writer's connection and stops it. */
+  close(): Promise<void> {
+    this.closing ??= this.idle().then(() => this.stopWorker());
+    return this.closing;
+  }
+
+  // Writes handed in during the same tick join one group instead of the first going alone.
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    queueMicrotask(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.inFlight || this.queue.length === 0 || this.broken) return;
+    const group = this.queue.splice(0, this.maxGroupWrites);
+    this.inFlight = group;
+    post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
+  }
+
+  private onMessage(message: FromWriter): void {
+    if (message.type !== 'done' || !this.inFlight) return;
+    const group = this.inFlight;
+    this.inFlight = null;
+    this.stats.groups += 1;
+    this.stats.writes += group.length;
+    message.outcomes.forEach((outcome, index) => {
+      const pending = group[index]!;
+      if (outcome.ok) pending.resolve(outcome.value);
+      else pending.reject(new WriteError(outcome.error));
+    });
+    this.pump();
+    this.notifyIfIdle();
+  }
+
+  private onCrash(error: Error): void {
+    this.broken = error;
+    const lost = [...(this.inFlight ?? []), ...this.queue];
+    this.inFlight = null;
+    this.queue = [];
+    for (const pending of lost) pending.reject(error);
+    this.notifyIfIdle();
+  }
+
+  private notifyIfIdle(): void {
+    if (this.inFlight || this.queue.length > 0) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private stopWorker(): Promise<void> {
+    if (this.broken) {
+      this.worker.terminate();
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      this.worker.addEventListener('message', (event: MessageEvent<FromWriter>) => {
+        if (event.data.type !== 'closed') return;
+        this.worker.terminate();
+        resolve();
+      });
+      post(this.worker, { type: 'close' });
+    });
+  }
+}
+
+function post(worker: Worker, message: ToWriter): void {
+  worker.postMessage(message);
+}

@@ -1,0 +1,19 @@
+import type { Database } from 'bun:sqlite';
+import { embeddedMigrations } from './migrations.macro.ts' with { type: 'macro' };
+import { ormOf, StorageError } from './open.ts';
+
+/** The part of drizzle's bun-sqlite driver that its own file-based `migrate()` uses. */
+interface MigratingOrm {
+  dialect: { migrate(migrations: unknown, session: unknown, config: object): void };
+  session: unknown;
+}
+
+/** Applies the drizzle-kit migrations (inlined at build time) that this database has not seen yet. */
+export function migrate(db: Database): void {
+  const orm = ormOf(db) as unknown as MigratingOrm;
+  try {
+    orm.dialect.migrate(embeddedMigrations(), orm.session, {});
+  } catch (error) {
+    throw new StorageError(`the database could not be migrated: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,70 @@
+/** Opening the SQLite file: refusing what is not ours, pragmas set on purpose, migrations applied. */
+import { Database } from 'bun:sqlite';
+import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
+import type { Durability } from '../config.ts';
+import * as schema from './schema.ts';
+
+export type Orm = BunSQLiteDatabase<typeof schema>;
+
+/** A reason the database cannot be used; the server refuses to start with it. */
+export class StorageError extends Error {
+  override name = 'StorageError';
+}
+
+const SQLITE_HEADER = 'SQLite format 3\0';
+
+/** Opens (creating when absent) the database file with the service's pragmas. */
+export function openDatabase(path: string, durability: Durability): Database {
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true });
+    assertSqliteFile(path);
+  }
+  const db = new Database(path, { create: true, strict: true });
+  try {
+    applyPragmas(db, durability);
+  } catch (error) {
+    db.close();
+    throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
+  }
+  return db;
+}
+
+/** Never open (and so never overwrite) a file that is not an SQLite database. */
+function assertSqliteFile(path: string): void {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return; // absent: SQLite creates it
+  }
+  if (size === 0) return;
+  const header = Buffer.alloc(16);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, header, 0, 16, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (header.toString('latin1') !== SQLITE_HEADER) {
+    throw new StorageError(`DATABASE_PATH ${path} is not an SQLite database; refusing to open it`);
+  }
+}
+
+function applyPragmas(db: Database, durability: Durability): void {
+  // Wait for the other connection (writer or reader) instead of failing at once.
+  db.run('PRAGMA busy_timeout = 5000');
+  const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
+  if (mode !== 'wal' && mode !== 'memory') throw new Error(`journal_mode is ${mode}, WAL was refused`);
+  // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
+  db.run(`PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.run('PRAGMA foreign_keys = ON');
+  // Memory for hot pages of the day totals and samples index; 16 MiB per connection.
+  db.run('PRAGMA cache_size = -16384');
+  db.run('PRAGMA temp_store = MEMORY');
+}
+
+export function ormOf(db: Database): Orm {
+  return drizzle(db, { schema });
+}

@@ -1,0 +1,2 @@
+/** Every table of the database; drizzle-kit generates the migrations from this module. */
+export * from '../devices/schema.ts';

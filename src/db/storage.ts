@@ -1,0 +1,43 @@
+/** The database as the service uses it: a read connection on this thread, writes through the writer. */
+import type { Database } from 'bun:sqlite';
+import type { StorageConfig } from '../config.ts';
+import { Committer } from './committer.ts';
+import { migrate } from './migrate.ts';
+import { openDatabase, ormOf, type Orm } from './open.ts';
+
+export interface Storage {
+  /** The main thread's connection: reads, and migrations at start-up. */
+  db: Database;
+  orm: Orm;
+  committer: Committer;
+  close(): Promise<void>;
+}
+
+export interface StorageOptions extends Pick<StorageConfig, 'databasePath' | 'durability'> {
+  maxGroupWrites?: number;
+}
+
+export async function openStorage(options: StorageOptions): Promise<Storage> {
+  const db = openDatabase(options.databasePath, options.durability);
+  let committer: Committer;
+  try {
+    migrate(db);
+    committer = await Committer.start({
+      path: options.databasePath,
+      durability: options.durability,
+      maxGroupWrites: options.maxGroupWrites,
+    });
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return {
+    db,
+    orm: ormOf(db),
+    committer,
+    async close() {
+      await committer.close();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,12 @@
+/** Every write operation the writer knows; each feature's store contributes its own. */
+import { deviceWrites } from '../devices/store.ts';
+import type { WriteOp } from './group.ts';
+
+export const writeOps = {
+  ...deviceWrites,
+} satisfies Record<string, WriteOp>;
+
+export type WriteOps = typeof writeOps;
+export type WriteName = keyof WriteOps;
+export type WriteArgs<K extends WriteName> = Parameters<WriteOps[K]>[1];
+export type WriteResult<K extends WriteName> = ReturnType<WriteOps[K]>;

@@ -1,0 +1,94 @@
+/**
+ * The paired tokens the server accepts, held in memory by SHA-256 and kept in step with the
+ * database: loaded at start-up, and reloaded when another process (the `devices revoke` command)
+ * commits a change.
+ */
+import type { Database } from 'bun:sqlite';
+import type { Committer } from '../db/committer.ts';
+import { StorageError } from '../db/open.ts';
+import { limits } from '../limits.ts';
+import type { Logger } from '../log.ts';
+import { activeDevices, type ActiveDevice } from './store.ts';
+
+export interface DeviceIdentity {
+  id: string;
+  installationId: string;
+}
+
+export class DeviceRegistry {
+  private byHash = new Map<string, DeviceIdentity>();
+  private lastSeenWritten = new Map<string, number>();
+  private dataVersion = -1;
+  private watcher: Timer | null = null;
+
+  constructor(
+    private readonly db: Database,
+    private readonly committer: Committer,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Reads every unrevoked device; a devices table that cannot be read refuses the start. */
+  load(): void {
+    let rows: ActiveDevice[];
+    try {
+      rows = activeDevices(this.db);
+    } catch (error) {
+      throw new StorageError(`paired devices cannot be loaded: ${(error as Error).message}`);
+    }
+    this.byHash = new Map(rows.map((row) => [row.tokenHash, { id: row.id, installationId: row.installationId }]));
+    this.dataVersion = this.currentDataVersion();
+  }
+
+  get size(): number {
+    return this.byHash.size;
+  }
+
+  find(tokenHash: string): DeviceIdentity | undefined {
+    return this.byHash.get(tokenHash);
+  }
+
+  add(tokenHash: string, device: DeviceIdentity): void {
+    this.byHash.set(tokenHash, device);
+  }
+
+  remove(deviceId: string): void {
+    for (const [hash, device] of this.byHash) {
+      if (device.id === deviceId) this.byHash.delete(hash);
+    }
+  }
+
+  /** Records that a device was seen; writes `lastSeenAt` at most once a minute, off the request path. */
+  seen(device: DeviceIdentity): void {
+    const at = this.now();
+    if (at - (this.lastSeenWritten.get(device.id) ?? -Infinity) < limits.lastSeenWriteIntervalMs) return;
+    this.lastSeenWritten.set(device.id, at);
+    this.committer.write('touchDevice', { id: device.id, at }).catch((error: Error) => {
+      this.log.warn('device.last_seen_failed', { device: device.id, reason: error.message });
+    });
+  }
+
+  /** Reloads within `intervalMs` of a commit by any other connection (the CLI's revoke among them). */
+  watch(intervalMs = 500): void {
+    this.watcher ??= setInterval(() => this.reloadIfChanged(), intervalMs);
+    this.watcher.unref();
+  }
+
+  stop(): void {
+    if (this.watcher) clearInterval(this.watcher);
+    this.watcher = null;
+  }
+
+  reloadIfChanged(): void {
+    if (this.currentDataVersion() === this.dataVersion) return;
+    try {
+      this.load();
+    } catch (error) {
+      this.log.error('devices.reload_failed', { reason: (error as Error).message });
+    }
+  }
+
+  private currentDataVersion(): number {
+    return this.db.query<{ data_version: number }, []>('PRAGMA data_version').get()!.data_version;
+  }
+}

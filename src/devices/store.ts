@@ -1,0 +1,65 @@
+/** Devices in the database: read on the main connection, written through the committer. */
+import type { Database } from 'bun:sqlite';
+import type { WriteOp } from '../db/group.ts';
+
+export interface Device {
+  id: string;
+  installationId: string;
+  name: string | null;
+  createdAt: number;
+  lastSeenAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface ActiveDevice {
+  id: string;
+  installationId: string;
+  tokenHash: string;
+}
+
+const DEVICE_COLUMNS = `id, installation_id AS installationId, name, created_at AS createdAt,
+  last_seen_at AS lastSeenAt, revoked_at AS revokedAt`;
+
+export function activeDevices(db: Database): ActiveDevice[] {
+  return db
+    .query<ActiveDevice, []>(
+      'SELECT id, installation_id AS installationId, token_hash AS tokenHash FROM devices WHERE revoked_at IS NULL',
+    )
+    .all();
+}
+
+/** Every device, newest first. */
+export function listDevices(db: Database): Device[] {
+  return db.query<Device, []>(`SELECT ${DEVICE_COLUMNS} FROM devices ORDER BY created_at DESC, id`).all();
+}
+
+export function findDevice(db: Database, id: string): Device | null {
+  return db.query<Device, [string]>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`).get(id);
+}
+
+export interface NewDevice {
+  id: string;
+  installationId: string;
+  name: string | null;
+  tokenHash: string;
+  createdAt: number;
+}
+
+const insertDevice: WriteOp<NewDevice, void> = (db, device) => {
+  db.query(
+    `INSERT INTO devices (id, installation_id, name, token_hash, created_at)
+     VALUES ($id, $installationId, $name, $tokenHash, $createdAt)`,
+  ).run({ ...device });
+};
+
+/** Sets `revokedAt` unless already set; answers the device, or null when there is none. */
+const revokeDevice: WriteOp<{ id: string; at: number }, Device | null> = (db, { id, at }) => {
+  db.query('UPDATE devices SET revoked_at = $at WHERE id = $id AND revoked_at IS NULL').run({ id, at });
+  return findDevice(db, id);
+};
+
+const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) => {
+  db.query('UPDATE devices SET last_seen_at = $at WHERE id = $id').run({ id, at });
+};
+
+export const deviceWrites = { insertDevice, revokeDevice, touchDevice };

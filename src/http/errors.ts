@@ -1,0 +1,37 @@
+/**
+ * The one place where failures become answers: every error body is `{"error": "..."}` with the
+ * wording of seed-spec section 7 and the contract.
+ */
+export const messages = {
+  unauthorized: 'unauthorized',
+  bodyUnreadable: 'body could not be read',
+  bodyTooLarge: 'body is too large',
+  bodyNotJson: 'body is not valid JSON',
+  bodyNotObject: 'body must be a JSON object',
+  otherInstallation:
+    'token belongs to another installation; pair this car again after its installation id changed',
+  notFound: 'not found',
+  internal: 'internal server error',
+} as const;
+
+/** A failure with the status and message the client is meant to see. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export const badRequest = (message: string, headers?: Record<string, string>) =>
+  new HttpError(400, message, headers);
+export const unauthorized = () => new HttpError(401, messages.unauthorized);
+export const forbidden = (message: string) => new HttpError(403, message);
+export const notFound = (message: string = messages.notFound) => new HttpError(404, message);
+
+export function errorResponse(status: number, message: string, headers: Record<string, string> = {}) {
+  return Response.json({ error: message }, { status, headers });
+}

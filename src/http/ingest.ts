@@ -1,0 +1,43 @@
+/**
+ * The pipeline shared by the ingest endpoints, in the seed's order: (1) bearer check, (2) body read
+ * with the cap, (3) size check; the feature's handler then validates and checks ownership.
+ */
+import type { Authenticator, Caller } from './auth.ts';
+import { readJsonObject } from './body.ts';
+
+/** Route options of every ingest endpoint: the body is read by the pipeline, after the token check. */
+export const ingestRoute = { parse: 'none' } as const;
+
+interface RouteContext {
+  request: Request;
+  params: Record<string, string>;
+}
+
+export interface Authenticated {
+  caller: Caller;
+  params: Record<string, string>;
+}
+
+export interface AuthenticatedBody extends Authenticated {
+  body: Record<string, unknown>;
+}
+
+/** A handler that runs only for a valid bearer token. */
+export function authenticated<R>(auth: Authenticator, handle: (input: Authenticated) => R) {
+  return ({ request, params }: RouteContext) =>
+    handle({ caller: auth.authenticate(request.headers.get('authorization')), params });
+}
+
+/** A handler that runs for a valid bearer token and a JSON object body within the cap. */
+export function authenticatedBody<R>(auth: Authenticator, handle: (input: AuthenticatedBody) => R) {
+  return async ({ request, params }: RouteContext) => {
+    const caller = auth.authenticate(request.headers.get('authorization'));
+    const body = await readJsonObject(request);
+    return handle({ caller, body, params });
+  };
+}
+
+/** `204 No Content`, the answer of the idempotent PUT endpoints. */
+export function noContent(): Response {
+  return new Response(null, { status: 204 });
+}

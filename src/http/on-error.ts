@@ -1,0 +1,40 @@
+import type { Logger } from '../log.ts';
+import { errorResponse, HttpError, messages } from './errors.ts';
+
+interface ErrorContext {
+  code: string | number;
+  error: unknown;
+  request: Request;
+}
+
+/** Elysia's `onError`: every failure becomes `{"error": ...}`; only a 500's detail goes to the log. */
+export function answerError(log: Logger) {
+  return ({ code, error, request }: ErrorContext): Response => {
+    const cause = code === 'PARSE' ? ((error as { cause?: unknown }).cause ?? error) : error;
+    if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
+    if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);
+    if (code === 'PARSE') return errorResponse(400, messages.bodyNotJson);
+    if (code === 'VALIDATION') return errorResponse(400, validationMessage(error));
+    log.error('request.failed', {
+      method: request.method,
+      path: pathOf(request.url),
+      error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause),
+    });
+    return errorResponse(500, messages.internal);
+  };
+}
+
+/** Elysia's schema failures, reworded as the contract's `<path> is invalid`. */
+function validationMessage(error: unknown): string {
+  const path = (error as { valueError?: { path?: string } }).valueError?.path ?? '';
+  const field = path.replace(/^\//, '').replaceAll('/', '.');
+  return field === '' ? 'request is invalid' : `${field} is invalid`;
+}
+
+/** The path of a request URL without its query, which may carry a pairing code. */
+export function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  if (start < 0) return '/';
+  const query = url.indexOf('?', start);
+  return query < 0 ? url.slice(start) : url.slice(start, query);
+}

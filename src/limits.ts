@@ -1,0 +1,29 @@
+/** Every limit of the service, named once (seed-spec section 8 and the contract). */
+export const limits = {
+  /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
+  bodyBytes: 524_288,
+  /** Days returned by the consumption history. */
+  historyDays: 400,
+  /** Dropped-value descriptions listed in a telemetry answer and its log line. */
+  droppedListed: 20,
+  /** Characters of a key or value quoted in a dropped-value description. */
+  droppedQuoteChars: 40,
+  /** Minimum length of INGEST_TOKEN. */
+  ingestTokenMinChars: 24,
+  /** Minimum length of APPROVAL_PASSWORD. */
+  approvalPasswordMinChars: 12,
+  /** Length of a paired device's token (32 random bytes, base64url). */
+  deviceTokenChars: 43,
+  /** Lifetime of a pairing request. */
+  pairingTtlMs: 10 * 60_000,
+  /** Open pairing requests at most. */
+  pairingOpenMax: 100,
+  /** Wrong approval passwords in a row that start a lockout. */
+  lockoutAttempts: 5,
+  /** Length of an approval lockout. */
+  lockoutMs: 60_000,
+  /** A device's lastSeenAt is written at most this often. */
+  lastSeenWriteIntervalMs: 60_000,
+  /** How long shutdown waits for in-flight requests before closing connections. */
+  shutdownGraceMs: 10_000,
+} as const;

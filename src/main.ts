@@ -1,0 +1,60 @@
+#!/usr/bin/env bun
+/** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
+import { ConfigError, readEnvironment, serveConfig } from './config.ts';
+import { StorageError } from './db/open.ts';
+import { createLogger } from './log.ts';
+import { serve } from './server.ts';
+import { VERSION } from './version.ts';
+
+const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric cars
+
+Usage:
+  ev-ingest              serve (configuration from the environment and ./.env)
+  ev-ingest --help       print this help
+  ev-ingest --version    print the version
+
+Configuration: INGEST_TOKEN (required, at least 24 characters), APPROVAL_PASSWORD, PUBLIC_URL,
+TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL, PLANNER_API_KEY, PLANNER_TOKEN,
+PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept <NAME>_FILE. See README.md.
+`;
+
+async function main(args: string[]): Promise<number> {
+  const [command = 'serve'] = args;
+  switch (command) {
+    case '--help':
+    case '-h':
+    case 'help':
+      process.stdout.write(USAGE);
+      return 0;
+    case '--version':
+    case '-v':
+      process.stdout.write(`ev-ingest ${VERSION}\n`);
+      return 0;
+    case 'serve':
+      return runServer();
+    default:
+      process.stderr.write(`ev-ingest: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+async function runServer(): Promise<number> {
+  const config = serveConfig(readEnvironment());
+  const log = createLogger(config.logLevel);
+  const running = await serve(config, log);
+  const shutdown = () => running.stop().then(() => process.exit(0));
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+  return new Promise<number>(() => {}); // serves until a signal
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  process.exit(code);
+} catch (error) {
+  if (error instanceof ConfigError || error instanceof StorageError) {
+    process.stderr.write(`ev-ingest: ${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
+}

@@ -1,0 +1,22 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { answer, startTestService, type TestService } from './support.ts';
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService();
+});
+afterAll(() => service.close());
+
+test('GET /v1/health answers ok without a token', async () => {
+  expect(await answer(await service.request('GET', '/v1/health', { token: null }))).toEqual({
+    status: 200,
+    body: { status: 'ok' },
+  });
+});
+
+test('an unknown path is 404 {"error":"not found"}', async () => {
+  expect(await answer(await service.request('GET', '/v1/nothing-here'))).toEqual({
+    status: 404,
+    body: { error: 'not found' },
+  });
+});

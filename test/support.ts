@@ -1,0 +1,93 @@
+/** Shared test harness: a fresh service on a real temporary SQLite file, driven by `app.handle()`. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../src/app.ts';
+import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
+import { openStorage, type Storage } from '../src/db/storage.ts';
+import { createMemoryLogger } from '../src/log.ts';
+
+export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
+export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
+export const OTHER_INSTALLATION = '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b';
+
+export function tempDir(prefix = 'ev-ingest-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export function testConfig(dir: string, overrides: Partial<Config> = {}): Config {
+  return {
+    databasePath: join(dir, 'ev-ingest.db'),
+    durability: 'full',
+    logLevel: 'debug',
+    ingestToken: OWNER_TOKEN,
+    approvalPassword: null,
+    publicUrl: '',
+    trustProxy: false,
+    host: '127.0.0.1',
+    port: 0,
+    planner: { url: DEFAULT_PLANNER_URL, apiKey: null, defaultToken: null, tokens: new Map() },
+    ...overrides,
+  };
+}
+
+export interface TestService extends ReturnType<typeof createApp> {
+  config: Config;
+  storage: Storage;
+  log: ReturnType<typeof createMemoryLogger>;
+  dir: string;
+  /** Sends a request to the app; a body object is sent as JSON. */
+  request(method: string, path: string, options?: RequestOptions): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  token?: string | null;
+  headers?: Record<string, string>;
+}
+
+export async function startTestService(
+  overrides: Partial<Config> = {},
+  options: { now?: () => number; dir?: string } = {},
+): Promise<TestService> {
+  const dir = options.dir ?? tempDir();
+  const config = testConfig(dir, overrides);
+  const storage = await openStorage(config);
+  const log = createMemoryLogger();
+  const service = createApp({ config, storage, log, now: options.now });
+  let closed = false;
+  return {
+    ...service,
+    config,
+    storage,
+    log,
+    dir,
+    request: (method, path, requestOptions) => service.app.handle(buildRequest(method, path, requestOptions)),
+    async close() {
+      if (closed) return;
+      closed = true;
+      service.devices.stop();
+      await storage.close();
+      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function buildRequest(method: string, path: string, options: RequestOptions = {}): Request {
+  const headers: Record<string, string> = { ...options.headers };
+  const token = options.token === undefined ? OWNER_TOKEN : options.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  let body: string | Uint8Array | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' || options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  return new Request(`http://localhost${path}`, { method, headers, body });
+}
+
+/** The parsed JSON body of a response along with its status, for exact assertions. */
+export async function answer(response: Response): Promise<{ status: number; body: unknown }> {
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+}
