@@ -1,2 +1,3 @@
 /** Every table of the database; drizzle-kit generates the migrations from this module. */
 export * from '../devices/schema.ts';
+export * from '../telemetry/schema.ts';

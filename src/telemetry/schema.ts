@@ -1,0 +1,31 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { sampleColumns } from './fields.ts';
+
+/** Where a stored sample stands with the planner; the samples table is the forwarder's outbox. */
+export const PlannerState = {
+  /** Not for the planner: forwarding off for the installation, or the car already sent it. */
+  none: 0,
+  /** Waiting to be handed to the planner. */
+  pending: 1,
+  sent: 2,
+  givenUp: 3,
+} as const;
+
+/** Live samples keyed by (installation, utc): a re-sent sample replaces, never duplicates. */
+export const samples = sqliteTable(
+  'samples',
+  {
+    installationId: text('installation_id').notNull(),
+    utc: integer('utc').notNull(),
+    ...sampleColumns,
+    plannerState: integer('planner_state').notNull().default(PlannerState.none),
+  },
+  (table) => [
+    primaryKey({ columns: [table.installationId, table.utc] }),
+    // Only the few waiting samples are indexed, for the forwarder's start-up scan and its queue.
+    index('samples_planner_pending')
+      .on(table.installationId, table.utc)
+      .where(sql`${table.plannerState} = ${sql.raw(String(PlannerState.pending))}`),
+  ],
+);
