@@ -6,6 +6,7 @@ import { DeviceRegistry } from './devices/registry.ts';
 import { Authenticator } from './http/auth.ts';
 import { answerError } from './http/on-error.ts';
 import type { Logger } from './log.ts';
+import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 
 export interface AppOptions {
   config: Config;
@@ -13,18 +14,22 @@ export interface AppOptions {
   log: Logger;
   /** The clock of everything time-dependent, injectable for tests. */
   now?: () => number;
+  /** The waits of the planner forwarder, injectable for tests. */
+  plannerTimers?: PlannerTimers;
 }
 
-export function createApp({ config, storage, log, now = Date.now }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, plannerTimers }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
+  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
+  planner.resume();
 
   const app = new Elysia()
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }));
 
-  return { app, auth, devices };
+  return { app, auth, devices, planner };
 }
 
 export type Service = ReturnType<typeof createApp>;

@@ -43,6 +43,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     database: config.databasePath,
     durability: config.durability,
     devices: service.devices.size,
+    planner: service.planner.coverage,
   });
 
   let stopping: Promise<void> | null = null;
@@ -52,6 +53,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       const drained = server.stop(false);
       const grace = Bun.sleep(limits.shutdownGraceMs).then(() => 'timeout' as const);
       if ((await Promise.race([drained, grace])) === 'timeout') await server.stop(true);
+      await service.planner.stop();
       service.devices.stop();
       await storage.close();
       log.info('stopped');
