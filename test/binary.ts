@@ -1,5 +1,5 @@
 /** The compiled binary for end-to-end tests: built once per test run, started on temp databases. */
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from './support.ts';
 
@@ -20,46 +20,40 @@ export function compiledBinary(): Promise<string> {
 
 export interface RunningBinary {
   url: URL;
-  process: Bun.Subprocess<'ignore', 'pipe', 'pipe'>;
+  process: Bun.Subprocess;
   /** Everything the process has written to stdout so far. */
   output(): string;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
-/** Starts the binary and waits for its `started` line, which names the address it listens on. */
+/**
+ * Starts the binary and waits for its `started` line, which names the address it listens on.
+ * Standard output goes to a file, so that reading it costs the process under test nothing.
+ */
 export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
+  const logPath = join(tempDir('ev-ingest-log-'), 'stdout.log');
   const child = Bun.spawn([binary], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
     stdin: 'ignore',
-    stdout: 'pipe',
+    stdout: Bun.file(logPath),
     stderr: 'pipe',
   });
-  let stdout = '';
-  const reader = child.stdout.getReader();
-  const decoder = new TextDecoder();
-  const address = await new Promise<string>((resolveAddress, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start within 10 s; output: ${stdout}`)), 10_000);
-    (async () => {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        stdout += decoder.decode(value, { stream: true });
-        const match = / info started .*address=(\S+)/.exec(stdout);
-        if (match) {
-          clearTimeout(timer);
-          resolveAddress(match[1]!);
-        }
-      }
-      clearTimeout(timer);
-      reject(new Error(`exited before starting: ${stdout}${await new Response(child.stderr).text()}`));
-    })();
-  });
+  const output = () => (existsSync(logPath) ? readFileSync(logPath, 'utf8') : '');
+  const deadline = Date.now() + 10_000;
+  let address: string | undefined;
+  while (!(address = / info started .*address=(\S+)/.exec(output())?.[1])) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill();
+      throw new Error(`did not start: ${output()}${await new Response(child.stderr).text()}`);
+    }
+    await Bun.sleep(5);
+  }
   return {
     url: new URL(address),
     process: child,
-    output: () => stdout,
+    output,
     async stop(signal = 'SIGTERM') {
       child.kill(signal);
       return child.exited;
