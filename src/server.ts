@@ -17,25 +17,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
   const service = createApp({ config, storage, log });
   service.devices.watch();
 
-  const handle = service.app.fetch;
-  const server = Bun.serve({
-    hostname: config.host,
-    port: config.port,
-    // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
-    // before the token check.
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    async fetch(request) {
-      const started = performance.now();
-      const response = await handle(request);
-      log.info('request', {
-        method: request.method,
-        path: pathOf(request.url),
-        status: response.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      });
-      return response;
-    },
-  });
+  const server = listen(service.app.fetch, config, log);
 
   log.info('started', {
     version: VERSION,
@@ -61,4 +43,28 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     })());
 
   return { url: server.url, stop };
+}
+
+type Handler = (request: Request) => Response | Promise<Response>;
+
+/** The HTTP listener: Bun's own body limit lifted (the pipeline owns it) and one log line a request. */
+export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'port'>, log: Logger) {
+  return Bun.serve({
+    hostname: host,
+    port,
+    // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
+    // before the token check.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    async fetch(request) {
+      const started = performance.now();
+      const response = await handle(request);
+      log.info('request', {
+        method: request.method,
+        path: pathOf(request.url),
+        status: response.status,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+      });
+      return response;
+    },
+  });
 }
