@@ -2,7 +2,7 @@ import { Database } from 'bun:sqlite';
 import { afterEach, expect, test } from 'bun:test';
 import type { Config, PlannerConfig } from '../src/config.ts';
 import { limits } from '../src/limits.ts';
-import { sleep, type PlannerTimers } from '../src/planner/forwarder.ts';
+import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
 import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
@@ -21,8 +21,8 @@ afterEach(async () => {
 /** Backoffs are recorded and skipped; deadlines (10 s request, 5 s grace) run 20 times faster. */
 function fastTimers(backoffs: number[] = []): PlannerTimers {
   return {
-    backoff: (ms, signal) => (backoffs.push(ms), sleep(0, signal)),
-    deadline: (ms, signal) => sleep(ms / 20, signal),
+    backoff: (ms, wake) => (backoffs.push(ms), after(0, wake)),
+    deadline: (ms, expire) => after(ms / 20, expire),
     random: () => 0.5,
   };
 }
@@ -250,7 +250,7 @@ test('sent samples are not sent again after a restart; samples waiting at a stop
 
   // The planner is down while more samples arrive; the server stops with them waiting.
   fake.reply = () => ({ status: 503 });
-  const second = await service(forwarding(fake), { dir, timers: { ...fastTimers(), backoff: (ms, signal) => sleep(ms, signal) } });
+  const second = await service(forwarding(fake), { dir, timers: { ...fastTimers(), backoff: after } });
   expect(second.log.lines.some((line) => line.includes('planner.resumed'))).toBe(false);
   seedPending(second, INSTALLATION, samplesAt(T0 + 2, T0 + 3));
   second.planner.stored(INSTALLATION);

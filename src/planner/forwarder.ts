@@ -14,33 +14,26 @@ import type { PlannerConfig } from '../config.ts';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { installationsWithPending, pendingSamplesQuery, type PendingSample } from './store.ts';
+import { PlannerState } from '../telemetry/schema.ts';
+import { installationsWithPending, pendingSamplesQuery, type PendingSample, type SettledSample } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
 export interface PlannerTimers {
-  /** Waits out a backoff delay; resolves early when `signal` aborts. */
-  backoff(ms: number, signal: AbortSignal): Promise<void>;
-  /** Resolves after `ms` (a request's deadline, the shutdown grace), or early when `signal` aborts. */
-  deadline(ms: number, signal: AbortSignal): Promise<void>;
+  /** Calls `wake` after a backoff of `ms`; answers a function that cancels it. */
+  backoff(ms: number, wake: () => void): () => void;
+  /** Calls `expire` once `ms` have passed (a request's deadline, the shutdown grace); answers a cancel. */
+  deadline(ms: number, expire: () => void): () => void;
   /** The jitter of a backoff, in [0, 1). */
   random(): number;
 }
 
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done);
-  });
+export function after(ms: number, callback: () => void): () => void {
+  const timer = setTimeout(callback, ms);
+  return () => clearTimeout(timer);
 }
 
-export const realTimers: PlannerTimers = { backoff: sleep, deadline: sleep, random: Math.random };
+export const realTimers: PlannerTimers = { backoff: after, deadline: after, random: Math.random };
 
 export interface ForwarderOptions {
   config: PlannerConfig;
@@ -75,10 +68,15 @@ export class PlannerForwarder {
   private readonly installations = new Map<string, Installation>();
   private readonly loops = new Set<Promise<void>>();
   private readonly slots = new Slots(limits.plannerInFlight);
-  /** Aborted at shutdown: no new attempt starts, backoff waits end. */
-  private readonly halt = new AbortController();
-  /** Aborted when shutdown stops waiting for requests in flight. */
-  private readonly abandon = new AbortController();
+  /** Set at shutdown: no new attempt starts, backoff waits end. */
+  private halted = false;
+  /** Wakes each installation waiting out a backoff. */
+  private readonly pauses = new Set<() => void>();
+  /** Requests at the planner now; shutdown aborts them when its grace is over. */
+  private readonly inFlight = new Set<AbortController>();
+  /** Outcomes waiting to be written, all in one write per turn of the event loop. */
+  private settled: SettledSample[] = [];
+  private settling: Promise<void> | null = null;
   private readonly pending;
   private readonly timers: PlannerTimers;
   private readonly fetch: typeof fetch;
@@ -97,7 +95,7 @@ export class PlannerForwarder {
   /** Called after a commit that stored pending samples of the installation; never waits. */
   stored(installationId: string): void {
     const token = this.tokenFor(installationId);
-    if (token === null || this.halt.signal.aborted) return;
+    if (token === null || this.halted) return;
     const known = this.installations.get(installationId);
     if (known) known.reread = true;
     else this.startLoop(installationId, token);
@@ -126,14 +124,13 @@ export class PlannerForwarder {
 
   /** Starts no new attempt, waits up to `graceMs` for requests in flight, then abandons them. */
   async stop(graceMs: number = limits.plannerShutdownGraceMs): Promise<void> {
-    this.halt.abort();
-    const drained = new AbortController();
-    const late = this.timers.deadline(graceMs, drained.signal).then(() => {
-      if (!drained.signal.aborted) this.abandon.abort();
+    this.halted = true;
+    for (const wake of this.pauses) wake();
+    const cancel = this.timers.deadline(graceMs, () => {
+      for (const request of this.inFlight) request.abort();
     });
     await this.idle();
-    drained.abort();
-    await late;
+    cancel();
   }
 
   private tokenFor(installationId: string): string | null {
@@ -157,7 +154,7 @@ export class PlannerForwarder {
   private async drain(installation: Installation): Promise<void> {
     // The first read happens after the ingest request that woke us has been answered.
     await new Promise((resolve) => setImmediate(resolve));
-    for (let sample = this.next(installation); sample && !this.halt.signal.aborted; sample = this.next(installation)) {
+    for (let sample = this.next(installation); sample && !this.halted; sample = this.next(installation)) {
       if (!(await this.deliver(installation, sample))) return;
       installation.queue.shift();
     }
@@ -177,14 +174,14 @@ export class PlannerForwarder {
   private async deliver(installation: Installation, sample: PendingSample): Promise<boolean> {
     const body = formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
     for (let attempt = 1; ; attempt += 1) {
-      if (installation.backoffMs > 0) await this.timers.backoff(this.jittered(installation.backoffMs), this.halt.signal);
+      if (installation.backoffMs > 0) await this.pause(this.jittered(installation.backoffMs));
       const delivery = await this.attempt(body);
       switch (delivery.kind) {
         case 'abandoned':
           return false;
         case 'accepted':
           installation.backoffMs = 0;
-          await this.settle('plannerSent', installation, sample);
+          await this.settle(installation, sample, PlannerState.sent);
           this.stats.sent += 1;
           return true;
         case 'rejected':
@@ -205,39 +202,65 @@ export class PlannerForwarder {
   /** One request within the overall limit and the request deadline. */
   private async attempt(body: string): Promise<Delivery> {
     await this.slots.acquire();
-    const finished = new AbortController();
+    if (this.halted) {
+      this.slots.release();
+      return { kind: 'abandoned' };
+    }
+    const request = new AbortController();
+    let expired = false;
+    const cancel = this.timers.deadline(limits.plannerTimeoutMs, () => {
+      expired = true;
+      request.abort();
+    });
+    this.inFlight.add(request);
     try {
-      if (this.halt.signal.aborted) return { kind: 'abandoned' };
-      const deadline = new AbortController();
-      void this.timers.deadline(limits.plannerTimeoutMs, finished.signal).then(() => {
-        if (!finished.signal.aborted) deadline.abort();
-      });
-      return await postSample({
-        url: this.options.config.url,
-        body,
-        deadline: deadline.signal,
-        abandon: this.abandon.signal,
-        fetch: this.fetch,
-      });
+      const delivery = await postSample(this.options.config.url, body, request.signal, this.fetch);
+      if (delivery.kind !== 'retry' || !request.signal.aborted) return delivery;
+      return expired ? { kind: 'retry', reason: { error: 'Timeout' } } : { kind: 'abandoned' };
     } finally {
-      finished.abort();
+      cancel();
+      this.inFlight.delete(request);
       this.slots.release();
     }
   }
 
+  /** Waits out a backoff, or until shutdown. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let cancel = () => {};
+      const wake = () => {
+        cancel();
+        this.pauses.delete(wake);
+        resolve();
+      };
+      this.pauses.add(wake);
+      cancel = this.timers.backoff(ms, wake);
+    });
+  }
+
   private async giveUp(installation: Installation, sample: PendingSample, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
-    await this.settle('plannerGivenUp', installation, sample);
+    await this.settle(installation, sample, PlannerState.givenUp);
     this.stats.givenUp += 1;
     return true;
   }
 
-  private async settle(op: 'plannerSent' | 'plannerGivenUp', installation: Installation, sample: PendingSample) {
+  /** Records an outcome; resolves once it is committed. Outcomes of one turn share one write. */
+  private settle(installation: Installation, sample: PendingSample, state: SettledSample['state']): Promise<void> {
+    this.settled.push({ installationId: installation.id, utc: sample.utc, state });
+    this.settling ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.writeSettled());
+    return this.settling;
+  }
+
+  private async writeSettled(): Promise<void> {
+    const samples = this.settled;
+    this.settled = [];
+    this.settling = null;
     try {
-      await this.options.committer.write(op, { installationId: installation.id, utc: sample.utc });
+      await this.options.committer.write('plannerSettled', samples);
     } catch (error) {
-      // The sample stays pending and is sent again after a restart; nothing else can be done.
-      this.options.log.error('planner.mark_failed', { installation: installation.id, reason: (error as Error).message });
+      // The samples stay pending and are sent again after a restart; nothing else can be done.
+      this.options.log.error('planner.mark_failed', { samples: samples.length, reason: (error as Error).message });
     }
   }
 

@@ -28,19 +28,18 @@ export function installationsWithPending(db: Database): string[] {
     .map((row) => row.id);
 }
 
-export interface SampleKey {
+export interface SettledSample {
   installationId: string;
   utc: number;
+  state: typeof PlannerState.sent | typeof PlannerState.givenUp;
 }
 
-/** Settles a waiting sample; a sample already settled keeps its state. */
-function settle(db: Database, { installationId, utc }: SampleKey, state: number): void {
-  db.query(
+/** Writes what became of forwarded samples; a sample no longer pending keeps its state. */
+const plannerSettled: WriteOp<SettledSample[], void> = (db, samples) => {
+  const update = db.query(
     `UPDATE samples SET planner_state = $state WHERE installation_id = $installationId AND utc = $utc AND ${PENDING}`,
-  ).run({ state, installationId, utc });
-}
+  );
+  for (const sample of samples) update.run({ ...sample });
+};
 
-const plannerSent: WriteOp<SampleKey, void> = (db, key) => settle(db, key, PlannerState.sent);
-const plannerGivenUp: WriteOp<SampleKey, void> = (db, key) => settle(db, key, PlannerState.givenUp);
-
-export const plannerWrites = { plannerSent, plannerGivenUp };
+export const plannerWrites = { plannerSettled };

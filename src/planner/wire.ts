@@ -36,24 +36,14 @@ export type Delivery =
 
 export type FailureReason = { status: number } | { error: string };
 
-export interface Attempt {
-  url: string;
-  body: string;
-  /** Aborts at the request's deadline. */
-  deadline: AbortSignal;
-  /** Aborts when shutdown stops waiting. */
-  abandon: AbortSignal;
-  fetch: typeof fetch;
-}
-
-/** One POST to the planner; never throws. */
-export async function postSample({ url, body, deadline, abandon, fetch }: Attempt): Promise<Delivery> {
+/** One POST to the planner; never throws. An aborted request comes back as a retry. */
+export async function postSample(url: string, body: string, signal: AbortSignal, fetch: typeof globalThis.fetch): Promise<Delivery> {
   try {
     const response = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body,
-      signal: AbortSignal.any([deadline, abandon]),
+      signal,
     });
     const text = await response.text();
     if (response.status === 200) {
@@ -62,8 +52,7 @@ export async function postSample({ url, body, deadline, abandon, fetch }: Attemp
     const reason = { status: response.status };
     return response.status === 429 || response.status >= 500 ? { kind: 'retry', reason } : { kind: 'rejected', reason };
   } catch (error) {
-    if (abandon.aborted) return { kind: 'abandoned' };
-    return { kind: 'retry', reason: { error: deadline.aborted ? 'Timeout' : errorClass(error) } };
+    return { kind: 'retry', reason: { error: errorClass(error) } };
   }
 }
 
