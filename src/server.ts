@@ -53,16 +53,19 @@ export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'p
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
     // before the token check.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    async fetch(request) {
+    fetch(request) {
       const started = performance.now();
-      const response = await handle(request);
-      log.info('request', {
-        method: request.method,
-        path: pathOf(request.url),
-        status: response.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      });
-      return response;
+      const logged = (response: Response) => {
+        log.info('request', {
+          method: request.method,
+          path: pathOf(request.url),
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        });
+        return response;
+      };
+      const response = handle(request);
+      return response instanceof Promise ? response.then(logged) : logged(response);
     },
   });
 }
