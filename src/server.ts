@@ -16,6 +16,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
   const storage = await openStorage(config);
   const service = createApp({ config, storage, log });
   service.devices.watch();
+  service.pairing?.book.watch();
 
   const server = listen(service.app.fetch, config, log);
 
@@ -25,7 +26,13 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     database: config.databasePath,
     durability: config.durability,
     devices: service.devices.size,
+    pairing: service.pairing !== null,
   });
+  if (service.pairing && config.publicUrl === '') {
+    log.warn('pairing.public_url_unset', {
+      hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',
+    });
+  }
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
@@ -35,6 +42,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       const grace = Bun.sleep(limits.shutdownGraceMs).then(() => 'timeout' as const);
       if ((await Promise.race([drained, grace])) === 'timeout') await server.stop(true);
       service.devices.stop();
+      service.pairing?.book.stop();
       await storage.close();
       log.info('stopped');
       log.flush();
