@@ -1,3 +1,4 @@
+/** @jsxImportSource @kitajs/html */
 /**
  * The approval page for the owner's phone: server-rendered, no script at all, every value escaped.
  * Its only inline style is allowed by hash in the content security policy.

@@ -1,3 +1,4 @@
+/** @jsxImportSource @kitajs/html */
 /**
  * Pairing: the car's JSON endpoints (`/v1/pair/start`, `/v1/pair/poll`) and the owner's approval
  * page (`/pair`). Registered only when APPROVAL_PASSWORD is set.
