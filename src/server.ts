@@ -1,5 +1,5 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
-import { createApp } from './app.ts';
+import { createApp, type Service } from './app.ts';
 import type { Config } from './config.ts';
 import { openStorage } from './db/storage.ts';
 import { pathOf } from './http/on-error.ts';
@@ -9,6 +9,8 @@ import { VERSION } from './version.ts';
 
 export interface Running {
   url: URL;
+  /** The app's feature state, for end-to-end tests of a listening server. */
+  service: Service;
   stop(): Promise<void>;
 }
 
@@ -48,7 +50,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       log.flush();
     })());
 
-  return { url: server.url, stop };
+  return { url: server.url, service, stop };
 }
 
 type Handler = (request: Request) => Response | Promise<Response>;

@@ -2,7 +2,10 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
 import { USER_CODE_ALPHABET } from '../src/pairing/code.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { rmSync } from 'node:fs';
+import { createMemoryLogger } from '../src/log.ts';
+import { serve } from '../src/server.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
 const MINUTE = 60_000;
@@ -40,6 +43,19 @@ describe('without APPROVAL_PASSWORD', () => {
       });
     }
   });
+});
+
+test('start-up warns when pairing is on without PUBLIC_URL', async () => {
+  const warned = async (publicUrl: string) => {
+    const dir = tempDir();
+    const log = createMemoryLogger();
+    const running = await serve(testConfig(dir, { approvalPassword: PASSWORD, publicUrl }), log);
+    await running.stop();
+    rmSync(dir, { recursive: true, force: true });
+    return log.lines.filter((line) => line.includes('warn pairing.public_url_unset')).length;
+  };
+  expect(await warned('')).toBe(1);
+  expect(await warned('https://ev.example.com')).toBe(0);
 });
 
 describe('POST /v1/pair/start', () => {

@@ -47,6 +47,8 @@ function Layout({ title, children }: { title: string; children: Children }) {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="robots" content="noindex" />
+        {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
+        <link rel="icon" href="data:," />
         <title safe>{title} · ev-ingest</title>
         <style>{safeStyle}</style>
       </head>
@@ -102,6 +104,8 @@ export function ApprovalPage({ request, msLeft, notice }: { request: PairingRequ
       </dl>
       <form method="post" action="pair">
         <input type="hidden" name="code" value={code} />
+        {/* Lets password managers file the approval password under a name; the server ignores it. */}
+        <input name="username" autocomplete="username" value="ev-ingest approval" hidden readonly />
         <label for="password">Approval password</label>
         <input id="password" name="password" type="password" required autocomplete="current-password" />
         <div class="actions">
