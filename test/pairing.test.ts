@@ -249,6 +249,9 @@ describe('the /pair page', () => {
     await expectPage(await service.request('POST', '/pair', { body: new Uint8Array([0xff, 0xfe]), token: null, headers: form }), 404);
     await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);
     await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    const put = await service.request('PUT', '/pair', { token: null });
+    await expectPage(put, 405);
+    expect(put.headers.get('allow')).toBe('GET, POST');
     expect(await expectPage(await decide(service, started.userCode, 'approve'), 200)).toContain('Car approved');
     expect(await expectPage(await get(`/pair?code=${started.userCode}`), 200)).toContain('already been approved');
     for (let i = 0; i < 5; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);

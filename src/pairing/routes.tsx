@@ -96,7 +96,12 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     )
     .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request))), { parse: 'none' })
     .get('/pair', page(showCode))
-    .post('/pair', page(decide), { parse: 'none' });
+    .post('/pair', page(decide), { parse: 'none' })
+    .all('/pair', page(notAllowed), { parse: 'none' });
+}
+
+async function notAllowed(): Promise<Response> {
+  return pageResponse(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
 }
 
 function lockedPage(lock: ApprovalLock): Promise<Response> | null {
