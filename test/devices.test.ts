@@ -126,7 +126,9 @@ describe('ev-ingest devices', () => {
     for (let i = 0; i < 50 && !refused(service, token); i += 1) await Bun.sleep(100);
     expect(refused(service, token)).toBe(true);
 
-    expect(await run(service.config.databasePath, 'revoke', deviceId)).toMatchObject({ code: 0 });
+    const again = await run(service.config.databasePath, 'revoke', deviceId);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toStartWith(`already revoked ${deviceId} `);
     const listed = await run(service.config.databasePath, 'list');
     expect(listed.code).toBe(0);
     expect(listed.stdout.split('\n')).toEqual([

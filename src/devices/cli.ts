@@ -44,12 +44,13 @@ function list(storage: Storage, out: Out): number {
 }
 
 async function revoke(storage: Storage, id: string, out: Out, err: Out): Promise<number> {
-  const device = await storage.committer.write('revokeDevice', { id, at: Date.now() });
+  const at = Date.now();
+  const device = await storage.committer.write('revokeDevice', { id, at });
   if (!device) {
     err(`ev-ingest: no device with id ${JSON.stringify(id)}; see "ev-ingest devices list"\n`);
     return 1;
   }
-  out(`revoked ${line(deviceView(device))}\n`);
+  out(`${device.revokedAt === at ? 'revoked' : 'already revoked'} ${line(deviceView(device))}\n`);
   return 0;
 }
 
