@@ -3,9 +3,13 @@ import { Elysia } from 'elysia';
 import type { Config } from './config.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
+import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
 import { answerError } from './http/on-error.ts';
 import type { Logger } from './log.ts';
+import { PairingBook } from './pairing/book.ts';
+import { ApprovalLock } from './pairing/lock.ts';
+import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 
 export interface AppOptions {
@@ -25,11 +29,20 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers 
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
 
+  // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
+  const pairing = config.approvalPassword === null ? null : {
+    book: new PairingBook(devices, log, now),
+    lock: new ApprovalLock(config.approvalPassword, now),
+  };
+
   const app = new Elysia()
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }));
+  if (pairing) {
+    app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
+  }
 
-  return { app, auth, devices, planner };
+  return { app, auth, devices, pairing, planner };
 }
 
 export type Service = ReturnType<typeof createApp>;

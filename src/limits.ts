@@ -18,6 +18,16 @@ export const limits = {
   pairingTtlMs: 10 * 60_000,
   /** Open pairing requests at most. */
   pairingOpenMax: 100,
+  /** Seconds a car waits between two polls of its pairing request. */
+  pairingPollIntervalS: 5,
+  /** Characters of a pairing user code (shown as XXXX-XXXX). */
+  userCodeChars: 8,
+  /** Longest car name given at pairing. */
+  deviceNameMaxChars: 64,
+  /** Largest accepted approval form (`POST /pair`), in bytes. */
+  approvalFormBytes: 4_096,
+  /** How often expired pairing requests are swept (and their uncollected devices revoked). */
+  pairingSweepIntervalMs: 5_000,
   /** Wrong approval passwords in a row that start a lockout. */
   lockoutAttempts: 5,
   /** Length of an approval lockout. */
