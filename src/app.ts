@@ -6,6 +6,8 @@ import { DeviceRegistry } from './devices/registry.ts';
 import { Authenticator } from './http/auth.ts';
 import { answerError } from './http/on-error.ts';
 import type { Logger } from './log.ts';
+import { noForwarding, type SampleForwarder } from './telemetry/forwarder.ts';
+import { telemetryRoutes } from './telemetry/routes.ts';
 
 export interface AppOptions {
   config: Config;
@@ -13,16 +15,19 @@ export interface AppOptions {
   log: Logger;
   /** The clock of everything time-dependent, injectable for tests. */
   now?: () => number;
+  /** Where stored samples are handed on; the planner forwarder once a planner is configured. */
+  forwarder?: SampleForwarder;
 }
 
-export function createApp({ config, storage, log, now = Date.now }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, forwarder = noForwarding }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
 
   const app = new Elysia()
     .onError(answerError(log))
-    .get('/v1/health', () => ({ status: 'ok' }));
+    .get('/v1/health', () => ({ status: 'ok' }))
+    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder, log, now }));
 
   return { app, auth, devices };
 }
