@@ -78,6 +78,10 @@ describe('storing', () => {
       speed: null,
       planner_state: 0,
     });
+    const types = service.storage.db
+      .query('SELECT typeof(utc) AS utc, typeof(soc) AS soc, typeof(is_charging) AS flag, typeof(car_model) AS text, typeof(speed) AS absent FROM samples WHERE installation_id = ?')
+      .get(installationId.toLowerCase());
+    expect(types).toEqual({ utc: 'integer', soc: 'real', flag: 'integer', text: 'text', absent: 'null' });
   });
 
   test('null is an absent value, not a dropped one', async () => {

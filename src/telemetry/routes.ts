@@ -7,6 +7,7 @@ import { authenticatedBody, ingestRoute } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
 import type { SampleForwarder } from './forwarder.ts';
 import { validateBatch } from './model.ts';
+import { packRows } from './store.ts';
 
 export interface TelemetryDeps {
   auth: Authenticator;
@@ -25,7 +26,7 @@ export function telemetryRoutes({ auth, committer, forwarder, log, now }: Teleme
       const { installationId, plannerSentUtc, rows, droppedCount, dropped } = batch;
       if (rows.length > 0) {
         const forward = forwarder.forwards(installationId);
-        await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows });
+        await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
         forwarder.stored(installationId);
       }
       // Descriptions never hold a coordinate, so they may be logged.
