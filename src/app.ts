@@ -10,6 +10,8 @@ import type { Logger } from './log.ts';
 import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { noForwarding, type SampleForwarder } from './telemetry/forwarder.ts';
+import { telemetryRoutes } from './telemetry/routes.ts';
 
 export interface AppOptions {
   config: Config;
@@ -17,9 +19,11 @@ export interface AppOptions {
   log: Logger;
   /** The clock of everything time-dependent, injectable for tests. */
   now?: () => number;
+  /** Where stored samples are handed on; the planner forwarder once a planner is configured. */
+  forwarder?: SampleForwarder;
 }
 
-export function createApp({ config, storage, log, now = Date.now }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, forwarder = noForwarding }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
@@ -32,7 +36,8 @@ export function createApp({ config, storage, log, now = Date.now }: AppOptions) 
 
   const app = new Elysia()
     .onError(answerError(log))
-    .get('/v1/health', () => ({ status: 'ok' }));
+    .get('/v1/health', () => ({ status: 'ok' }))
+    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder, log, now }));
   if (pairing) {
     app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
   }

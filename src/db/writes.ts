@@ -1,9 +1,11 @@
 /** Every write operation the writer knows; each feature's store contributes its own. */
 import { deviceWrites } from '../devices/store.ts';
+import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
 
 export const writeOps = {
   ...deviceWrites,
+  ...telemetryWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;
