@@ -1,9 +1,13 @@
 /** Every write operation the writer knows; each feature's store contributes its own. */
+import { chargingWrites } from '../charging/store.ts';
+import { consumptionWrites } from '../consumption/store.ts';
 import { deviceWrites } from '../devices/store.ts';
 import type { WriteOp } from './group.ts';
 
 export const writeOps = {
   ...deviceWrites,
+  ...consumptionWrites,
+  ...chargingWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;
