@@ -32,8 +32,12 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
 
   const added = totalsOf(chunk.day);
   const taken = replaced ? totalsOf(replaced) : ZERO;
-  if (replaced && replaced.date !== date) addToDay(db, installationId, replaced.date, minus(ZERO, taken), -1);
-  addToDay(db, installationId, date, minus(added, taken), replaced?.date === date ? 0 : 1);
+  if (replaced?.date === date) {
+    addToDay(db, installationId, date, minus(added, taken), 0);
+  } else {
+    if (replaced) addToDay(db, installationId, replaced.date, minus(ZERO, taken), -1);
+    addToDay(db, installationId, date, added, 1);
+  }
   addToLifetime(db, installationId, minus(added, taken));
 };
 
