@@ -1,6 +1,9 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
+import { chargingRoutes } from './charging/routes.ts';
 import type { Config } from './config.ts';
+import { Consumption } from './consumption/history.ts';
+import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
@@ -27,6 +30,7 @@ export function createApp({ config, storage, log, now = Date.now, forwarder = no
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
+  const consumption = new Consumption(storage.db, storage.committer);
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
@@ -37,12 +41,14 @@ export function createApp({ config, storage, log, now = Date.now, forwarder = no
   const app = new Elysia()
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
-    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder, log, now }));
+    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder, log, now }))
+    .use(consumptionRoutes(auth, consumption))
+    .use(chargingRoutes(auth, storage.committer));
   if (pairing) {
     app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
   }
 
-  return { app, auth, devices, pairing };
+  return { app, auth, devices, pairing, consumption };
 }
 
 export type Service = ReturnType<typeof createApp>;
