@@ -1,3 +1,57 @@
+CREATE TABLE `charging_sessions` (
+	`installation_id` text NOT NULL,
+	`session_id` text NOT NULL,
+	`started_at` integer NOT NULL,
+	`ended_at` integer NOT NULL,
+	`energy_kwh` real NOT NULL,
+	`duration_seconds` real,
+	`metered_seconds` real,
+	`charging_loss_percent` real,
+	`grid_energy_kwh` real,
+	`price_per_kwh` real,
+	`total_cost` real,
+	`start_soc_percent` real,
+	`end_soc_percent` real,
+	`last_power` real,
+	`curve_interval_ms` real,
+	`is_demo` integer,
+	`curve` text,
+	PRIMARY KEY(`installation_id`, `session_id`)
+);
+--> statement-breakpoint
+CREATE TABLE `consumption_chunks` (
+	`installation_id` text NOT NULL,
+	`recorded_at` integer NOT NULL,
+	`date` text NOT NULL,
+	`km` real NOT NULL,
+	`kwh` real NOT NULL,
+	`hours` real NOT NULL,
+	`soc_drop` real NOT NULL,
+	`soh_percent` real,
+	PRIMARY KEY(`installation_id`, `recorded_at`)
+);
+--> statement-breakpoint
+CREATE INDEX `consumption_chunks_soh` ON `consumption_chunks` (`installation_id`,`date`,`recorded_at`) WHERE "consumption_chunks"."soh_percent" IS NOT NULL;--> statement-breakpoint
+CREATE TABLE `consumption_days` (
+	`installation_id` text NOT NULL,
+	`date` text NOT NULL,
+	`chunks` integer NOT NULL,
+	`km` text NOT NULL,
+	`kwh` text NOT NULL,
+	`hours` text NOT NULL,
+	`soc_drop` text NOT NULL,
+	`soh_percent` real,
+	PRIMARY KEY(`installation_id`, `date`)
+);
+--> statement-breakpoint
+CREATE TABLE `consumption_lifetimes` (
+	`installation_id` text PRIMARY KEY NOT NULL,
+	`km` text NOT NULL,
+	`kwh` text NOT NULL,
+	`hours` text NOT NULL,
+	`soc_drop` text NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE `devices` (
 	`id` text PRIMARY KEY NOT NULL,
 	`installation_id` text NOT NULL,

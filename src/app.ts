@@ -1,6 +1,9 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
+import { chargingRoutes } from './charging/routes.ts';
 import type { Config } from './config.ts';
+import { Consumption } from './consumption/history.ts';
+import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
@@ -11,6 +14,8 @@ import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import type { SampleForwarder } from './telemetry/forwarder.ts';
+import { telemetryRoutes } from './telemetry/routes.ts';
 
 export interface AppOptions {
   config: Config;
@@ -20,12 +25,15 @@ export interface AppOptions {
   now?: () => number;
   /** The waits of the planner forwarder, injectable for tests. */
   plannerTimers?: PlannerTimers;
+  /** Stands in for the planner forwarder in the telemetry routes, for tests of the hand-off alone. */
+  forwarder?: SampleForwarder;
 }
 
-export function createApp({ config, storage, log, now = Date.now, plannerTimers }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
+  const consumption = new Consumption(storage.db, storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
 
@@ -37,12 +45,15 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers 
 
   const app = new Elysia()
     .onError(answerError(log))
-    .get('/v1/health', () => ({ status: 'ok' }));
+    .get('/v1/health', () => ({ status: 'ok' }))
+    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder: forwarder ?? planner, log, now }))
+    .use(consumptionRoutes(auth, consumption))
+    .use(chargingRoutes(auth, storage.committer));
   if (pairing) {
     app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
   }
 
-  return { app, auth, devices, pairing, planner };
+  return { app, auth, devices, pairing, consumption, planner };
 }
 
 export type Service = ReturnType<typeof createApp>;

@@ -4,6 +4,14 @@ export const limits = {
   bodyBytes: 524_288,
   /** Days returned by the consumption history. */
   historyDays: 400,
+  /** Installations whose serialized history answer is kept in memory (about 40 kB each). */
+  historyCachedInstallations: 256,
+  /** Largest magnitude of each number of a consumption chunk's `day` (negative: a correction). */
+  consumptionValueMax: 10_000_000,
+  /** Points of a charging session's power curve. */
+  curvePointsMax: 1440,
+  /** Characters of a charging session id. */
+  sessionIdMaxChars: 64,
   /** Dropped-value descriptions listed in a telemetry answer and its log line. */
   droppedListed: 20,
   /** Characters of a key or value quoted in a dropped-value description. */

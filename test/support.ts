@@ -7,6 +7,7 @@ import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import type { PlannerTimers } from '../src/planner/forwarder.ts';
+import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -50,13 +51,13 @@ export interface RequestOptions {
 
 export async function startTestService(
   overrides: Partial<Config> = {},
-  options: { now?: () => number; dir?: string; plannerTimers?: PlannerTimers } = {},
+  options: { now?: () => number; dir?: string; plannerTimers?: PlannerTimers; forwarder?: SampleForwarder } = {},
 ): Promise<TestService> {
   const dir = options.dir ?? tempDir();
   const config = testConfig(dir, overrides);
   const storage = await openStorage(config);
   const log = createMemoryLogger();
-  const service = createApp({ config, storage, log, now: options.now, plannerTimers: options.plannerTimers });
+  const service = createApp({ config, storage, log, ...options });
   let closed = false;
   return {
     ...service,

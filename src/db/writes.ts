@@ -1,10 +1,16 @@
 /** Every write operation the writer knows; each feature's store contributes its own. */
+import { chargingWrites } from '../charging/store.ts';
+import { consumptionWrites } from '../consumption/store.ts';
 import { deviceWrites } from '../devices/store.ts';
 import { plannerWrites } from '../planner/store.ts';
+import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
 
 export const writeOps = {
   ...deviceWrites,
+  ...telemetryWrites,
+  ...consumptionWrites,
+  ...chargingWrites,
   ...plannerWrites,
 } satisfies Record<string, WriteOp>;
 

@@ -14,6 +14,7 @@ import type { PlannerConfig } from '../config.ts';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
+import type { SampleForwarder } from '../telemetry/forwarder.ts';
 import { PlannerState } from '../telemetry/schema.ts';
 import { installationsWithPending, pendingSamplesQuery, type PendingSample, type SettledSample } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
@@ -63,7 +64,7 @@ export interface ForwarderStats {
   retried: number;
 }
 
-export class PlannerForwarder {
+export class PlannerForwarder implements SampleForwarder {
   readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0 };
   private readonly installations = new Map<string, Installation>();
   private readonly loops = new Set<Promise<void>>();
