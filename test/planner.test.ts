@@ -1,11 +1,12 @@
 import { Database } from 'bun:sqlite';
-import { afterEach, expect, test } from 'bun:test';
+import { afterEach, describe, expect, test } from 'bun:test';
 import type { Config, PlannerConfig } from '../src/config.ts';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
-import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
+import { compiledBinary, startBinary } from './binary.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
 
 const KEY = 'planner-api-key-secret-0001';
 const TOKEN = 'planner-user-token-secret-0002';
@@ -287,4 +288,160 @@ test('the log holds no key, token, request body or planner answer', async () => 
   for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'api_key', 'tlm', String(T0)]) {
     expect(log).not.toContain(secret);
   }
+});
+
+describe('through POST /v1/telemetry', () => {
+  async function post(target: TestService, body: unknown) {
+    return answer(await target.request('POST', '/v1/telemetry', { body }));
+  }
+
+  async function postAndForward(target: TestService, body: unknown) {
+    const answered = await post(target, body);
+    await target.planner.idle();
+    return answered;
+  }
+
+  test('without plannerSentUtc every usable sample is forwarded, oldest first, usable values only', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    const answered = await postAndForward(target, {
+      installationId: INSTALLATION.toUpperCase(),
+      samples: [
+        { utc: T0 + 1, soc: 140, speed: 50, is_parked: true, foo: 1 },
+        { utc: T0, soc: 70, lat: 41.01, is_charging: false },
+      ],
+    });
+    expect(answered).toEqual({
+      status: 200,
+      body: {
+        stored: 2,
+        droppedCount: 3,
+        dropped: ['samples[0].soc: 140 is out of range 0..100', 'samples[0].foo: unknown field', 'samples[1].lat: unusable without lon'],
+      },
+    });
+    expect(fake.requests.map((request) => request.tlmText)).toEqual([
+      '{"utc":1764080000,"soc":70,"is_charging":0}',
+      '{"utc":1764080001,"speed":50,"is_parked":1}',
+    ]);
+    expect(fake.requests.map((request) => request.fieldNames.join())).toEqual(['api_key,token,tlm', 'api_key,token,tlm']);
+  });
+
+  test('only samples newer than plannerSentUtc are forwarded', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    await postAndForward(target, { installationId: INSTALLATION, plannerSentUtc: T0 + 1, samples: samplesAt(T0, T0 + 1, T0 + 2, T0 + 3) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0 + 2, T0 + 3]);
+    expect(states(target, INSTALLATION)).toEqual([
+      [T0, PlannerState.none],
+      [T0 + 1, PlannerState.none],
+      [T0 + 2, PlannerState.sent],
+      [T0 + 3, PlannerState.sent],
+    ]);
+  });
+
+  test('a late batch from the offline cache is forwarded, once', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 100, T0 + 101) });
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11) });
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0 + 100, T0 + 101, T0 + 10, T0 + 11]);
+  });
+
+  test('nothing is forwarded for an invalid batch or one without a usable sample', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    expect((await postAndForward(target, { installationId: 'nope', samples: samplesAt(T0) })).status).toBe(400);
+    expect(await postAndForward(target, { installationId: INSTALLATION, samples: [{ utc: T0, soc: 500 }, 7] })).toMatchObject({
+      status: 200,
+      body: { stored: 0 },
+    });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  test('the same batch sent twice, and two copies at once, are forwarded once', async () => {
+    const fake = planner(() => ({ delayMs: 5 }));
+    const target = await service(forwarding(fake));
+    const batch = { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) };
+    await postAndForward(target, batch);
+    await postAndForward(target, batch);
+    const copies = { installationId: OTHER_INSTALLATION, samples: samplesAt(T0, T0 + 1) };
+    const answers = await Promise.all([post(target, copies), post(target, copies)]);
+    expect(answers.map((answered) => answered.status)).toEqual([200, 200]);
+    await target.planner.idle();
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0, T0 + 1]);
+    expect(fake.requests.filter((request) => request.tlm.utc === T0)).toHaveLength(2); // one per installation
+  });
+
+  test('after a restart on the same database nothing is forwarded again', async () => {
+    const dir = tempDir();
+    const fake = planner();
+    const first = await service(forwarding(fake), { dir });
+    await postAndForward(first, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await first.close();
+    const second = await service(forwarding(fake), { dir });
+    await postAndForward(second, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1, T0 + 2) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 2]);
+  });
+
+  test('a planner that holds its request does not hold up POST /v1/telemetry', async () => {
+    const fake = planner(() => ({ delayMs: 5000 }));
+    const target = await service(forwarding(fake));
+    expect((await post(target, { installationId: INSTALLATION, samples: samplesAt(T0) })).status).toBe(200);
+    await fake.waitFor(1);
+    for (let i = 1; i <= 5; i += 1) {
+      expect(await post(target, { installationId: INSTALLATION, samples: samplesAt(T0 + i) })).toEqual({
+        status: 200,
+        body: { stored: 1, droppedCount: 0, dropped: [] },
+      });
+    }
+    expect(fake.holding).toBe(1);
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  test('without a key the batch is stored and nothing is forwarded', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake, { apiKey: null }));
+    expect((await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0) })).status).toBe(200);
+    expect(fake.requests).toHaveLength(0);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.none]]);
+  });
+
+  test('the log holds none of the secrets nor the planner answer', async () => {
+    const fake = planner((_, index) => (index === 0 ? { status: 503 } : { status: 400 }));
+    const target = await service(forwarding(fake, { tokens: new Map([[OTHER_INSTALLATION, OVERRIDE]]) }));
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await postAndForward(target, { installationId: OTHER_INSTALLATION, samples: samplesAt(T0) });
+    const log = target.log.lines.join('\n');
+    expect(log).toContain('planner.given_up');
+    for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'tlm']) expect(log).not.toContain(secret);
+  });
+});
+
+describe('the compiled binary', () => {
+  test('forwards, says so at start-up without the secrets, and sends what waited after a restart', async () => {
+    const binary = await compiledBinary();
+    const fake = planner(() => ({ status: 503 }));
+    const cwd = tempDir();
+    const env = { INGEST_TOKEN: OWNER_TOKEN, PLANNER_URL: fake.url, PLANNER_API_KEY: KEY, PLANNER_TOKEN: TOKEN };
+    const first = await startBinary(binary, env, cwd);
+    const sent = await fetch(new URL('/v1/telemetry', first.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) }),
+    });
+    expect(sent.status).toBe(200);
+    await fake.waitFor(1);
+    expect(await first.stop()).toBe(0);
+    expect(first.output()).toMatch(/ info started .* planner="all installations"\n/);
+
+    fake.reply = () => ({});
+    const second = await startBinary(binary, env, cwd);
+    await fake.waitFor(3);
+    expect(await second.stop()).toBe(0);
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0, T0 + 1]);
+    for (const output of [first.output(), second.output()]) {
+      for (const secret of [KEY, TOKEN, PLANNER_ERROR_BODY]) expect(output).not.toContain(secret);
+    }
+  }, 120_000);
 });
