@@ -1,19 +1,21 @@
 /**
- * Planner forwarding under load (`bun bench/planner.ts [seconds] [rounds]`): the compiled binary on
+ * Planner forwarding under load (`bun bench/planner.ts`): the compiled binary on
  * a temporary database, PLANNER_URL at a fast local fake planner. A fleet of 100 forwarded
  * installations each sends one 10-sample batch a second while wrk (32 connections, 10-sample
  * batches, a new installation per request, none forwarded) drives the maximum ingest rate.
  * Rounds alternate forwarding off and on; it reports wrk's rate of each and checks that every
  * sample of the fleet reached the planner exactly once.
+ *
+ * Environment: BENCH_SECONDS (per round, default 10), BENCH_REPEATS (rounds of each, default 3).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compiledBinary, startBinary, type RunningBinary } from '../test/binary.ts';
 import { startFakePlanner, type FakePlanner } from '../test/fake-planner.ts';
 
-const SECONDS = Number(process.argv[2] ?? 10);
-const ROUNDS = Number(process.argv[3] ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_REPEATS ?? 3);
 const FLEET = 100;
 const BATCH = 10;
 const CONNECTIONS = 32;
@@ -21,38 +23,19 @@ const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef';
 const fleet = Array.from({ length: FLEET }, (_, i) => `bbbbbbbb-0000-4000-8000-${String(i).padStart(12, '0')}`);
 const tokenOf = (index: number) => `planner-token-${index}`;
 
-/** One request body of wrk: a fresh installation each time, ten samples of the last ten seconds. */
-const WRK_SCRIPT = `
-local counter = 0
-local id = 0
-function setup(thread) id = id + 1; thread:set("tid", id) end
-function init() math.randomseed(tid) end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer ${INGEST_TOKEN}"
-function request()
-  counter = counter + 1
-  local now = os.time()
-  local samples = {}
-  for i = 0, ${BATCH - 1} do
-    samples[#samples + 1] = string.format(
-      '{"utc":%d,"soc":%.1f,"power":%.2f,"speed":%d,"lat":41.01,"lon":28.97,"ext_temp":12.5,"is_charging":false}',
-      now - i, 50 + i, 10.5 + i, 80 + i)
-  end
-  local body = string.format('{"installationId":"%08x-0000-4000-8000-%012d","samples":[%s]}', tid, counter, table.concat(samples, ","))
-  return wrk.format(nil, "/v1/telemetry", nil, body)
-end
-`;
+const WRK_SCRIPT = join(import.meta.dir, 'telemetry.lua');
 
 interface Round {
   forwarding: boolean;
   rate: number;
   fleetErrors: number;
+  /** The server's CPU time (all threads) over the load, in seconds. */
+  serverCpu: number;
   /** Forwarding on: samples that reached the planner, duplicates, missing, and seconds to drain. */
   delivered?: { received: number; duplicates: number; missing: number; drainSeconds: number };
 }
 
-async function round(binary: string, planner: FakePlanner, forwarding: boolean, script: string): Promise<Round> {
+async function round(binary: string, planner: FakePlanner, forwarding: boolean, run: number): Promise<Round> {
   const dir = mkdtempSync(join(tmpdir(), 'ev-ingest-bench-planner-'));
   const env: Record<string, string> = {
     INGEST_TOKEN,
@@ -67,8 +50,9 @@ async function round(binary: string, planner: FakePlanner, forwarding: boolean, 
   planner.requests.length = 0;
   try {
     const firstUtc = Math.floor(Date.now() / 1000) - SECONDS * BATCH - 60;
-    const [rate, fleetErrors] = await Promise.all([wrk(server, script), driveFleet(server, firstUtc)]);
-    const result: Round = { forwarding, rate, fleetErrors };
+    const cpuBefore = cpuSeconds(server.process.pid);
+    const [rate, fleetErrors] = await Promise.all([wrk(server, run), driveFleet(server, firstUtc)]);
+    const result: Round = { forwarding, rate, fleetErrors, serverCpu: cpuSeconds(server.process.pid) - cpuBefore };
     if (forwarding) result.delivered = await delivery(planner, firstUtc);
     return result;
   } finally {
@@ -77,18 +61,19 @@ async function round(binary: string, planner: FakePlanner, forwarding: boolean, 
   }
 }
 
-/** wrk's requests per second; any non-2xx answer fails the benchmark. */
-async function wrk(server: RunningBinary, script: string): Promise<number> {
+/** wrk's requests per second (bench/telemetry.lua: a new (installation, utc) each time, none forwarded). */
+async function wrk(server: RunningBinary, run: number): Promise<number> {
   const child = Bun.spawn(
-    ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-s', script, new URL('/v1/telemetry', server.url).href],
-    { stdout: 'pipe', stderr: 'pipe' },
+    ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-s', WRK_SCRIPT, new URL('/v1/telemetry', server.url).href, '--', String(BATCH), String(run), INGEST_TOKEN],
+    { stdout: 'pipe', stderr: 'inherit' },
   );
   const output = await new Response(child.stdout).text();
   await child.exited;
-  if (/Non-2xx/.test(output)) throw new Error(`wrk saw error answers:\n${output}`);
-  const rate = /Requests\/sec:\s+([\d.]+)/.exec(output)?.[1];
-  if (!rate) throw new Error(`wrk failed:\n${output}${await new Response(child.stderr).text()}`);
-  return Number(rate);
+  const line = /RESULT (.*)/.exec(output)?.[1];
+  if (!line) throw new Error(`wrk gave no result:\n${output}`);
+  const result = JSON.parse(line) as { requests: number; durationUs: number; non2xx: number; socketErrors: number };
+  if (result.non2xx > 0 || result.socketErrors > 0) throw new Error(`wrk saw errors: ${line}`);
+  return result.requests / (result.durationUs / 1e6);
 }
 
 /** Each fleet installation sends one batch a second, spread over the second; answers the failures. */
@@ -139,29 +124,39 @@ async function delivery(planner: FakePlanner, firstUtc: number): Promise<NonNull
   return { received: planner.requests.length, duplicates, missing, drainSeconds };
 }
 
+/** User and system time of a process, all its threads, from /proc (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<number> {
   const binary = await compiledBinary();
   const planner = startFakePlanner();
-  const scriptDir = mkdtempSync(join(tmpdir(), 'ev-ingest-bench-wrk-'));
-  const script = join(scriptDir, 'telemetry.lua');
-  writeFileSync(script, WRK_SCRIPT);
   const rounds: Round[] = [];
   try {
     for (let i = 0; i < ROUNDS; i += 1) {
       for (const forwarding of [false, true]) {
-        const result = await round(binary, planner, forwarding, script);
+        const result = await round(binary, planner, forwarding, rounds.length + 1);
         rounds.push(result);
         console.log(JSON.stringify(result));
       }
     }
   } finally {
     await planner.stop();
-    rmSync(scriptDir, { recursive: true, force: true });
   }
   const off = median(rounds.filter((r) => !r.forwarding).map((r) => r.rate));
   const on = median(rounds.filter((r) => r.forwarding).map((r) => r.rate));
+  // Each on-round against the off-round just before it: the machine is shared, its load drifts.
+  const pairs = rounds.flatMap((r, i) => (r.forwarding ? [r.rate / rounds[i - 1]!.rate] : []));
+  // The server's CPU for forwarding: an on-round's CPU less what its requests cost in the off-rounds.
+  const requestsOf = (r: Round) => r.rate * SECONDS + FLEET * SECONDS;
+  const ingestCpu = median(rounds.filter((r) => !r.forwarding).map((r) => r.serverCpu / requestsOf(r)));
+  const forwardCpu = median(
+    rounds.filter((r) => r.forwarding).map((r) => (r.serverCpu - ingestCpu * requestsOf(r)) / (FLEET * BATCH * SECONDS)),
+  );
   const exact = rounds.every(
     (r) => r.fleetErrors === 0 && (!r.delivered || (r.delivered.duplicates === 0 && r.delivered.missing === 0)),
   );
@@ -170,7 +165,12 @@ async function main(): Promise<number> {
       `fleet ${FLEET} installations x ${BATCH} samples/s forwarded`,
   );
   console.log(`  max ingest, forwarding off: ${off.toFixed(0)} req/s (median)`);
-  console.log(`  max ingest, forwarding on:  ${on.toFixed(0)} req/s (median), ratio on/off ${(on / off).toFixed(3)}`);
+  console.log(`  max ingest, forwarding on:  ${on.toFixed(0)} req/s (median), ratio of medians ${(on / off).toFixed(3)}`);
+  console.log(`  on/off per pair: ${pairs.map((ratio) => ratio.toFixed(2)).join(' ')}; median ${median(pairs).toFixed(3)}`);
+  console.log(
+    `  server CPU: ${(ingestCpu * 1e6).toFixed(0)} µs per ingest request; forwarding ${(forwardCpu * 1e6).toFixed(0)} µs per sample ` +
+      `(${((forwardCpu * FLEET * BATCH) * 100).toFixed(0)}% of one core at ${FLEET * BATCH} samples/s)`,
+  );
   console.log(`  every fleet sample at the planner exactly once: ${exact ? 'yes' : 'NO'}`);
   return exact ? 0 : 1;
 }

@@ -55,6 +55,11 @@ export const limits = {
   plannerBackoffMaxMs: 60_000,
   /** Deadline of one request to the planner. */
   plannerTimeoutMs: 10_000,
+  /**
+   * Outcomes of forwarded samples are gathered this long into one write; an installation's next
+   * sample waits for its predecessor's mark, so a crash can resend at most one sample of each.
+   */
+  plannerMarkGatherMs: 20,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
 } as const;

@@ -19,11 +19,11 @@ afterEach(async () => {
   cleanups = [];
 });
 
-/** Backoffs are recorded and skipped; deadlines (10 s request, 5 s grace) run 20 times faster. */
+/** Backoffs are recorded and skipped; other delays (10 s request, 5 s grace) run 20 times faster. */
 function fastTimers(backoffs: number[] = []): PlannerTimers {
   return {
     backoff: (ms, wake) => (backoffs.push(ms), after(0, wake)),
-    deadline: (ms, expire) => after(ms / 20, expire),
+    delay: (ms, expire) => after(ms / 20, expire),
     random: () => 0.5,
   };
 }

@@ -23,8 +23,8 @@ import { formBody, postSample, type Delivery, type FailureReason } from './wire.
 export interface PlannerTimers {
   /** Calls `wake` after a backoff of `ms`; answers a function that cancels it. */
   backoff(ms: number, wake: () => void): () => void;
-  /** Calls `expire` once `ms` have passed (a request's deadline, the shutdown grace); answers a cancel. */
-  deadline(ms: number, expire: () => void): () => void;
+  /** Calls `expire` once `ms` have passed (a request's deadline, the shutdown grace, gathering marks); answers a cancel. */
+  delay(ms: number, expire: () => void): () => void;
   /** The jitter of a backoff, in [0, 1). */
   random(): number;
 }
@@ -34,7 +34,7 @@ export function after(ms: number, callback: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-export const realTimers: PlannerTimers = { backoff: after, deadline: after, random: Math.random };
+export const realTimers: PlannerTimers = { backoff: after, delay: after, random: Math.random };
 
 export interface ForwarderOptions {
   config: PlannerConfig;
@@ -75,7 +75,7 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly pauses = new Set<() => void>();
   /** Requests at the planner now; shutdown aborts them when its grace is over. */
   private readonly inFlight = new Set<AbortController>();
-  /** Outcomes waiting to be written, all in one write per turn of the event loop. */
+  /** Outcomes waiting to be written together. */
   private settled: SettledSample[] = [];
   private settling: Promise<void> | null = null;
   private readonly pending;
@@ -127,7 +127,7 @@ export class PlannerForwarder implements SampleForwarder {
   async stop(graceMs: number = limits.plannerShutdownGraceMs): Promise<void> {
     this.halted = true;
     for (const wake of this.pauses) wake();
-    const cancel = this.timers.deadline(graceMs, () => {
+    const cancel = this.timers.delay(graceMs, () => {
       for (const request of this.inFlight) request.abort();
     });
     await this.idle();
@@ -209,7 +209,7 @@ export class PlannerForwarder implements SampleForwarder {
     }
     const request = new AbortController();
     let expired = false;
-    const cancel = this.timers.deadline(limits.plannerTimeoutMs, () => {
+    const cancel = this.timers.delay(limits.plannerTimeoutMs, () => {
       expired = true;
       request.abort();
     });
@@ -246,10 +246,15 @@ export class PlannerForwarder implements SampleForwarder {
     return true;
   }
 
-  /** Records an outcome; resolves once it is committed. Outcomes of one turn share one write. */
+  /**
+   * Records an outcome; resolves once it is committed. Outcomes are gathered for a moment into one
+   * write, so forwarding costs a commit per gathering, not per sample.
+   */
   private settle(installation: Installation, sample: PendingSample, state: SettledSample['state']): Promise<void> {
     this.settled.push({ installationId: installation.id, utc: sample.utc, state });
-    this.settling ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.writeSettled());
+    this.settling ??= new Promise<void>((resolve) => this.timers.delay(limits.plannerMarkGatherMs, resolve)).then(() =>
+      this.writeSettled(),
+    );
     return this.settling;
   }
 
