@@ -7,10 +7,10 @@ import { openStorage } from '../src/db/storage.ts';
 import { sampleFieldNames } from '../src/telemetry/fields.ts';
 import type { SampleRow } from '../src/telemetry/model.ts';
 import { packRows } from '../src/telemetry/store.ts';
-import { benchDir } from './lib.ts';
+import { benchDir, knob } from './lib.ts';
 
 const CALLERS = 32;
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const SECONDS = knob('BENCH_SECONDS', 3);
 
 /** Ten samples of one installation at consecutive seconds from `utc`. */
 function tenRows(utc: number): SampleRow[] {

@@ -2,6 +2,9 @@
  * Foundation benchmark: GET /v1/health of the compiled binary against a bare `Bun.serve`, the binary's
  * start-up to its first answered health check, and the committer alone.
  * Run: `bun bench/foundation.ts` (or `bun run bench`, which runs every benchmark).
+ *
+ * Environment: BENCH_SECONDS (per wrk run, default 5; the committer's runs, default 3), BENCH_ROUNDS
+ * (alternating health runs of each side, default 3).
  */
 import { join } from 'node:path';
 import { benchCommitter } from './committer.ts';
@@ -11,6 +14,7 @@ import {
   benchDir,
   buildBinary,
   formatLoad,
+  knob,
   median,
   medianRun,
   startBaseline,
@@ -19,15 +23,16 @@ import {
   wrk,
 } from './lib.ts';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = knob('BENCH_ROUNDS', 3);
+const SECONDS = knob('BENCH_SECONDS', 5);
 
 async function health() {
   const service = await startService();
   const baseline = await startBaseline();
   const [ours, bare] = await alternate(
     ROUNDS,
-    () => wrk(new URL('/v1/health', service.url)),
-    () => wrk(new URL('/v1/health', baseline.url)),
+    () => wrk(new URL('/v1/health', service.url), { seconds: SECONDS }),
+    () => wrk(new URL('/v1/health', baseline.url), { seconds: SECONDS }),
   );
   await service.stop();
   await baseline.stop();
