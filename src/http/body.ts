@@ -5,27 +5,40 @@ import { badRequest, HttpError, messages } from './errors.ts';
 /** Early answers to an upload still in progress close the connection, so the client stops sending. */
 const tooLarge = () => badRequest(messages.bodyTooLarge, { Connection: 'close' });
 
-export async function readBody(request: Request, cap: number = limits.bodyBytes): Promise<Uint8Array> {
+/** A body still arriving at the deadline (a trickling client) is refused; closing stops the trickle. */
+const tooSlow = () => badRequest(messages.bodyUnreadable, { Connection: 'close' });
+
+export async function readBody(
+  request: Request,
+  cap: number = limits.bodyBytes,
+  deadlineMs: number = limits.bodyReadMs,
+): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > cap) throw tooLarge();
   if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
+  let timer: Timer | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(tooSlow()), deadlineMs);
+  });
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
       length += value.byteLength;
-      if (length > cap) {
-        reader.cancel().catch(() => {});
-        throw tooLarge();
-      }
+      if (length > cap) throw tooLarge();
       chunks.push(value);
     }
   } catch (error) {
-    if (error instanceof HttpError) throw error;
+    if (error instanceof HttpError) {
+      reader.cancel().catch(() => {});
+      throw error;
+    }
     throw badRequest(messages.bodyUnreadable);
+  } finally {
+    clearTimeout(timer);
   }
   return concat(chunks, length);
 }
