@@ -1,11 +1,20 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
+import { chargingRoutes } from './charging/routes.ts';
 import type { Config } from './config.ts';
+import { Consumption } from './consumption/history.ts';
+import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
+import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
 import { answerError } from './http/on-error.ts';
 import type { Logger } from './log.ts';
+import { PairingBook } from './pairing/book.ts';
+import { ApprovalLock } from './pairing/lock.ts';
+import { pairingRoutes } from './pairing/routes.tsx';
+import { noForwarding, type SampleForwarder } from './telemetry/forwarder.ts';
+import { telemetryRoutes } from './telemetry/routes.ts';
 
 export interface AppOptions {
   config: Config;
@@ -13,18 +22,33 @@ export interface AppOptions {
   log: Logger;
   /** The clock of everything time-dependent, injectable for tests. */
   now?: () => number;
+  /** Where stored samples are handed on; the planner forwarder once a planner is configured. */
+  forwarder?: SampleForwarder;
 }
 
-export function createApp({ config, storage, log, now = Date.now }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, forwarder = noForwarding }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
+  const consumption = new Consumption(storage.db, storage.committer);
+
+  // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
+  const pairing = config.approvalPassword === null ? null : {
+    book: new PairingBook(devices, log, now),
+    lock: new ApprovalLock(config.approvalPassword, now),
+  };
 
   const app = new Elysia()
     .onError(answerError(log))
-    .get('/v1/health', () => ({ status: 'ok' }));
+    .get('/v1/health', () => ({ status: 'ok' }))
+    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder, log, now }))
+    .use(consumptionRoutes(auth, consumption))
+    .use(chargingRoutes(auth, storage.committer));
+  if (pairing) {
+    app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
+  }
 
-  return { app, auth, devices };
+  return { app, auth, devices, pairing, consumption };
 }
 
 export type Service = ReturnType<typeof createApp>;

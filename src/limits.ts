@@ -4,6 +4,14 @@ export const limits = {
   bodyBytes: 524_288,
   /** Days returned by the consumption history. */
   historyDays: 400,
+  /** Installations whose serialized history answer is kept in memory (about 40 kB each). */
+  historyCachedInstallations: 256,
+  /** Largest magnitude of each number of a consumption chunk's `day` (negative: a correction). */
+  consumptionValueMax: 10_000_000,
+  /** Points of a charging session's power curve. */
+  curvePointsMax: 1440,
+  /** Characters of a charging session id. */
+  sessionIdMaxChars: 64,
   /** Dropped-value descriptions listed in a telemetry answer and its log line. */
   droppedListed: 20,
   /** Characters of a key or value quoted in a dropped-value description. */
@@ -18,6 +26,16 @@ export const limits = {
   pairingTtlMs: 10 * 60_000,
   /** Open pairing requests at most. */
   pairingOpenMax: 100,
+  /** Seconds a car waits between two polls of its pairing request. */
+  pairingPollIntervalS: 5,
+  /** Characters of a pairing user code (shown as XXXX-XXXX). */
+  userCodeChars: 8,
+  /** Longest car name given at pairing. */
+  deviceNameMaxChars: 64,
+  /** Largest accepted approval form (`POST /pair`), in bytes. */
+  approvalFormBytes: 4_096,
+  /** How often expired pairing requests are swept (and their uncollected devices revoked). */
+  pairingSweepIntervalMs: 5_000,
   /** Wrong approval passwords in a row that start a lockout. */
   lockoutAttempts: 5,
   /** Length of an approval lockout. */

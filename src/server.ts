@@ -1,5 +1,5 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
-import { createApp } from './app.ts';
+import { createApp, type Service } from './app.ts';
 import type { Config } from './config.ts';
 import { openStorage } from './db/storage.ts';
 import { pathOf } from './http/on-error.ts';
@@ -9,6 +9,8 @@ import { VERSION } from './version.ts';
 
 export interface Running {
   url: URL;
+  /** The app's feature state, for end-to-end tests of a listening server. */
+  service: Service;
   stop(): Promise<void>;
 }
 
@@ -16,29 +18,9 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
   const storage = await openStorage(config);
   const service = createApp({ config, storage, log });
   service.devices.watch();
+  service.pairing?.book.watch();
 
-  const handle = service.app.fetch;
-  const server = Bun.serve({
-    hostname: config.host,
-    port: config.port,
-    // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
-    // before the token check.
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    // Closes connections silent this long; it resets on every byte, so a trickling body is cut off by
-    // the body reader's deadline instead, and trickling headers only by a reverse proxy (README).
-    idleTimeout: limits.idleTimeoutSeconds,
-    async fetch(request) {
-      const started = performance.now();
-      const response = await handle(request);
-      log.info('request', {
-        method: request.method,
-        path: pathOf(request.url),
-        status: response.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      });
-      return response;
-    },
-  });
+  const server = listen(service.app.fetch, config, log);
 
   log.info('started', {
     version: VERSION,
@@ -46,7 +28,13 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     database: config.databasePath,
     durability: config.durability,
     devices: service.devices.size,
+    pairing: service.pairing !== null,
   });
+  if (service.pairing && config.publicUrl === '') {
+    log.warn('pairing.public_url_unset', {
+      hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',
+    });
+  }
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
@@ -56,10 +44,41 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       const grace = Bun.sleep(limits.shutdownGraceMs).then(() => 'timeout' as const);
       if ((await Promise.race([drained, grace])) === 'timeout') await server.stop(true);
       service.devices.stop();
+      service.pairing?.book.stop();
       await storage.close();
       log.info('stopped');
       log.flush();
     })());
 
-  return { url: server.url, stop };
+  return { url: server.url, service, stop };
+}
+
+type Handler = (request: Request) => Response | Promise<Response>;
+
+/** The HTTP listener: Bun's own body limit lifted (the pipeline owns it) and one log line a request. */
+export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'port'>, log: Logger) {
+  return Bun.serve({
+    hostname: host,
+    port,
+    // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
+    // before the token check.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    // Closes connections silent this long; it resets on every byte, so a trickling body is cut off by
+    // the body reader's deadline instead, and trickling headers only by a reverse proxy (README).
+    idleTimeout: limits.idleTimeoutSeconds,
+    fetch(request) {
+      const started = performance.now();
+      const logged = (response: Response) => {
+        log.info('request', {
+          method: request.method,
+          path: pathOf(request.url),
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        });
+        return response;
+      };
+      const response = handle(request);
+      return response instanceof Promise ? response.then(logged) : logged(response);
+    },
+  });
 }

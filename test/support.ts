@@ -6,6 +6,7 @@ import { createApp } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
+import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -49,13 +50,13 @@ export interface RequestOptions {
 
 export async function startTestService(
   overrides: Partial<Config> = {},
-  options: { now?: () => number; dir?: string } = {},
+  options: { now?: () => number; dir?: string; forwarder?: SampleForwarder } = {},
 ): Promise<TestService> {
   const dir = options.dir ?? tempDir();
   const config = testConfig(dir, overrides);
   const storage = await openStorage(config);
   const log = createMemoryLogger();
-  const service = createApp({ config, storage, log, now: options.now });
+  const service = createApp({ config, storage, log, now: options.now, forwarder: options.forwarder });
   let closed = false;
   return {
     ...service,

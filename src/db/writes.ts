@@ -1,9 +1,15 @@
 /** Every write operation the writer knows; each feature's store contributes its own. */
+import { chargingWrites } from '../charging/store.ts';
+import { consumptionWrites } from '../consumption/store.ts';
 import { deviceWrites } from '../devices/store.ts';
+import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
 
 export const writeOps = {
   ...deviceWrites,
+  ...telemetryWrites,
+  ...consumptionWrites,
+  ...chargingWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;

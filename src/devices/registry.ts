@@ -8,11 +8,17 @@ import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { activeDevices, type ActiveDevice } from './store.ts';
+import { activeDevices, type ActiveDevice, type Device } from './store.ts';
+import { newDeviceToken, tokenHash } from './token.ts';
 
 export interface DeviceIdentity {
   id: string;
   installationId: string;
+}
+
+/** A device just paired, with the token the car collects once; the token is kept nowhere else. */
+export interface PairedDevice extends DeviceIdentity {
+  token: string;
 }
 
 export class DeviceRegistry {
@@ -56,6 +62,22 @@ export class DeviceRegistry {
     for (const [hash, device] of this.byHash) {
       if (device.id === deviceId) this.byHash.delete(hash);
     }
+  }
+
+  /** Persists a new device and accepts its token once committed, so a collected token always works. */
+  async pair(installationId: string, name: string | null): Promise<PairedDevice> {
+    const token = newDeviceToken();
+    const hash = tokenHash(token);
+    const device = { id: crypto.randomUUID(), installationId: installationId.toLowerCase() };
+    await this.committer.write('insertDevice', { ...device, name, tokenHash: hash, createdAt: this.now() });
+    this.add(hash, device);
+    return { ...device, token };
+  }
+
+  /** Revokes a device (idempotent) and stops accepting its token; null when there is no such device. */
+  async revoke(deviceId: string): Promise<Device | null> {
+    this.remove(deviceId);
+    return this.committer.write('revokeDevice', { id: deviceId, at: this.now() });
   }
 
   /** Records that a device was seen; writes `lastSeenAt` at most once a minute, off the request path. */

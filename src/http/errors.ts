@@ -11,6 +11,9 @@ export const messages = {
   otherInstallation:
     'token belongs to another installation; pair this car again after its installation id changed',
   notFound: 'not found',
+  tooManyPairingRequests: 'too many pairing requests',
+  tooManyWrongPasswords: 'too many wrong passwords, retry later',
+  deviceNotFound: 'device not found',
   internal: 'internal server error',
 } as const;
 

@@ -6,12 +6,26 @@
 import { integer, real, text } from 'drizzle-orm/sqlite-core';
 
 export type SampleField =
-  | { kind: 'number'; min: number; max: number; unit: string }
+  | {
+      kind: 'number';
+      min: number;
+      max: number;
+      unit: string;
+      /** A coordinate: usable only together with this partner field, and never quoted (personal data). */
+      pairedWith?: string;
+    }
   /** 0, 1, true or false; stored and forwarded as 0/1. */
   | { kind: 'flag' }
   | { kind: 'text'; minChars: number; maxChars: number };
 
 const number = (min: number, max: number, unit: string): SampleField => ({ kind: 'number', min, max, unit });
+const coordinate = (min: number, max: number, pairedWith: string): SampleField => ({
+  kind: 'number',
+  min,
+  max,
+  unit: 'degrees',
+  pairedWith,
+});
 const flag: SampleField = { kind: 'flag' };
 
 /** Every optional sample field, in the order of the contract's table. `utc` is handled apart. */
@@ -20,8 +34,8 @@ export const sampleFields = {
   soh: number(0, 100, '%'),
   power: number(-1000, 1000, 'kW'),
   speed: number(0, 500, 'km/h'),
-  lat: number(-90, 90, 'degrees'),
-  lon: number(-180, 180, 'degrees'),
+  lat: coordinate(-90, 90, 'lon'),
+  lon: coordinate(-180, 180, 'lat'),
   elevation: number(-500, 9000, 'm'),
   heading: number(0, 360, 'degrees'),
   is_charging: flag,

@@ -1,0 +1,18 @@
+import { Elysia } from 'elysia';
+import type { Committer } from '../db/committer.ts';
+import { assertMayUse, type Authenticator } from '../http/auth.ts';
+import { authenticatedBody, ingestRoute, noContent } from '../http/ingest.ts';
+import { parseSession } from './model.ts';
+
+export function chargingRoutes(auth: Authenticator, committer: Committer) {
+  return new Elysia().put(
+    '/v1/charging-sessions/:sessionId',
+    authenticatedBody(auth, async ({ caller, body, params }) => {
+      const session = parseSession(params.sessionId, body);
+      assertMayUse(caller, session.installationId);
+      await committer.write('putChargingSession', session);
+      return noContent();
+    }),
+    ingestRoute,
+  );
+}

@@ -1,0 +1,32 @@
+import { Elysia } from 'elysia';
+import type { Authenticator } from '../http/auth.ts';
+import { assertMayUse } from '../http/auth.ts';
+import { authenticated, authenticatedBody, ingestRoute, noContent } from '../http/ingest.ts';
+import { uuid } from '../http/validate.ts';
+import type { Consumption } from './history.ts';
+import { parseChunk } from './model.ts';
+
+export function consumptionRoutes(auth: Authenticator, consumption: Consumption) {
+  return new Elysia()
+    .put(
+      '/v1/consumption/daily',
+      authenticatedBody(auth, async ({ caller, body }) => {
+        const chunk = parseChunk(body);
+        assertMayUse(caller, chunk.installationId);
+        await consumption.putChunk(chunk);
+        return noContent();
+      }),
+      ingestRoute,
+    )
+    .get(
+      '/v1/consumption/history/:installationId',
+      authenticated(auth, ({ caller, params }) => {
+        const installationId = uuid(params.installationId, 'installationId');
+        assertMayUse(caller, installationId);
+        return new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS });
+      }),
+      ingestRoute,
+    );
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };

@@ -1,0 +1,56 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+
+/**
+ * Chunks as the car sent them, keyed by (installation, recordedAt): a re-sent chunk replaces. The key
+ * leads with the time so that the chunks of all cars append at one end of the b-tree (see samples).
+ */
+export const consumptionChunks = sqliteTable(
+  'consumption_chunks',
+  {
+    installationId: text('installation_id').notNull(),
+    recordedAt: integer('recorded_at').notNull(),
+    date: text('date').notNull(),
+    km: real('km').notNull(),
+    kwh: real('kwh').notNull(),
+    hours: real('hours').notNull(),
+    socDrop: real('soc_drop').notNull(),
+    sohPercent: real('soh_percent'),
+  },
+  (table) => [
+    primaryKey({ columns: [table.recordedAt, table.installationId] }),
+    // Finds a day's newest chunk that carried a state of health without reading the day's chunks.
+    index('consumption_chunks_soh')
+      .on(table.installationId, table.date, table.recordedAt)
+      .where(sql`${table.sohPercent} IS NOT NULL`),
+  ],
+);
+
+/**
+ * A day's sums, kept in step with its chunks by every chunk write, so reads never add chunks up.
+ * Sums are exact integers in units of 2^-64 as decimal text (see totals.ts).
+ */
+export const consumptionDays = sqliteTable(
+  'consumption_days',
+  {
+    installationId: text('installation_id').notNull(),
+    date: text('date').notNull(),
+    chunks: integer('chunks').notNull(),
+    km: text('km').notNull(),
+    kwh: text('kwh').notNull(),
+    hours: text('hours').notNull(),
+    socDrop: text('soc_drop').notNull(),
+    /** Of the day's newest chunk (by recordedAt) that carried one. */
+    sohPercent: real('soh_percent'),
+  },
+  (table) => [primaryKey({ columns: [table.installationId, table.date] })],
+);
+
+/** The sum of all of an installation's days, so a history's lifetime never adds up old days. */
+export const consumptionLifetimes = sqliteTable('consumption_lifetimes', {
+  installationId: text('installation_id').primaryKey(),
+  km: text('km').notNull(),
+  kwh: text('kwh').notNull(),
+  hours: text('hours').notNull(),
+  socDrop: text('soc_drop').notNull(),
+});

@@ -1,0 +1,46 @@
+/**
+ * The owner's device endpoints, authenticated with the approval password and under its lockout.
+ * Registered only when APPROVAL_PASSWORD is set.
+ */
+import type { Database } from 'bun:sqlite';
+import { Elysia } from 'elysia';
+import { bearerToken } from '../http/auth.ts';
+import { HttpError, messages, notFound, unauthorized } from '../http/errors.ts';
+import type { Logger } from '../log.ts';
+import type { ApprovalLock } from '../pairing/lock.ts';
+import type { DeviceRegistry } from './registry.ts';
+import { listDevices } from './store.ts';
+import { deviceView } from './view.ts';
+
+export interface DeviceRouteDeps {
+  db: Database;
+  devices: DeviceRegistry;
+  lock: ApprovalLock;
+  log: Logger;
+}
+
+export function deviceRoutes({ db, devices, lock, log }: DeviceRouteDeps) {
+  /** During a lockout nothing is checked; otherwise every failure (no header too) counts. */
+  const assertOwner = (request: Request) => {
+    const seconds = lock.retryAfterSeconds();
+    if (seconds > 0) throw new HttpError(429, messages.tooManyWrongPasswords, { 'Retry-After': String(seconds) });
+    if (lock.check(bearerToken(request.headers.get('authorization')) ?? '') === 'wrong') throw unauthorized();
+  };
+
+  return new Elysia({ name: 'devices' })
+    .get('/v1/devices', ({ request }) => {
+      assertOwner(request);
+      return { devices: listDevices(db).map(deviceView) };
+    })
+    .post(
+      '/v1/devices/:id/revoke',
+      async ({ request, params }) => {
+        assertOwner(request);
+        const device = await devices.revoke(params.id);
+        if (!device) throw notFound(messages.deviceNotFound);
+        log.info('device.revoked', { device: device.id, by: 'http' });
+        return deviceView(device);
+      },
+      { parse: 'none' },
+    );
+}

@@ -1,0 +1,94 @@
+/**
+ * The small value checks the JSON endpoints share. Bodies are checked by hand rather than by
+ * Elysia's `t` schemas, which would coerce "3" to 3 and strip fields. The `is…` predicates answer
+ * yes or no; the other functions return the checked value or throw a 400 whose message begins with
+ * the value's JSON path (`day.km must be a finite number`).
+ */
+import { isUuid } from '../uuid.ts';
+import { badRequest } from './errors.ts';
+
+export type JsonObject = Record<string, unknown>;
+
+export function invalid(path: string, problem: string): never {
+  throw badRequest(`${path} ${problem}`);
+}
+
+/** `null` for an optional field means the field is absent (the contract's convention). */
+export function isAbsent(value: unknown): value is null | undefined {
+  return value === undefined || value === null;
+}
+
+export function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+/** A Unix time in milliseconds: a non-negative safe integer. */
+export function isTimeMs(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** `YYYY-MM-DD` naming a day that exists in the Gregorian calendar (year 0001 to 9999). */
+export function isCalendarDate(value: unknown): value is string {
+  const match = typeof value === 'string' ? DATE.exec(value) : null;
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+export function required(value: unknown, path: string): unknown {
+  if (isAbsent(value)) invalid(path, 'is required');
+  return value;
+}
+
+/** A required UUID, lower-cased: the form in which installation ids are stored and compared. */
+export function uuid(value: unknown, path: string): string {
+  if (!isUuid(required(value, path))) invalid(path, 'must be a UUID');
+  return (value as string).toLowerCase();
+}
+
+/** A required finite number within `min..max` (both included). */
+export function numberIn(value: unknown, path: string, min: number, max: number): number {
+  if (!isFiniteNumber(required(value, path))) invalid(path, 'must be a finite number');
+  const number = value as number;
+  if (number < min || number > max) invalid(path, `is out of range ${min}..${max}`);
+  return number;
+}
+
+export function timeMs(value: unknown, path: string): number {
+  if (!isTimeMs(required(value, path))) invalid(path, 'must be Unix milliseconds (a non-negative safe integer)');
+  return value as number;
+}
+
+export function calendarDate(value: unknown, path: string): string {
+  if (!isCalendarDate(required(value, path))) invalid(path, 'must be a calendar date YYYY-MM-DD');
+  return value as string;
+}
+
+export function boolean(value: unknown, path: string): boolean {
+  if (typeof required(value, path) !== 'boolean') invalid(path, 'must be true or false');
+  return value as boolean;
+}
+
+export function object(value: unknown, path: string): JsonObject {
+  if (typeof required(value, path) !== 'object' || Array.isArray(value)) invalid(path, 'must be an object');
+  return value as JsonObject;
+}
+
+export function array(value: unknown, path: string, maxItems: number): unknown[] {
+  if (!Array.isArray(required(value, path))) invalid(path, 'must be an array');
+  const items = value as unknown[];
+  if (items.length > maxItems) invalid(path, `must have at most ${maxItems} entries`);
+  return items;
+}
+
+/** Checks an optional value with a required-value check; absent (or null) gives null. */
+export function optional<T>(value: unknown, path: string, check: (value: unknown, path: string) => T): T | null {
+  return isAbsent(value) ? null : check(value, path);
+}

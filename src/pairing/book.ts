@@ -1,0 +1,171 @@
+/**
+ * Open pairing requests, in memory only (they do not survive a restart), modelled on the OAuth 2.0
+ * device authorization grant (RFC 8628): pending → approved → collected once, or denied, or expired.
+ */
+import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
+import { HttpError, messages } from '../http/errors.ts';
+import { limits } from '../limits.ts';
+import type { Logger } from '../log.ts';
+import { newPairingId, newUserCode } from './code.ts';
+
+/** `approving`: the device is being committed; the car still sees `pending`. */
+export type PairingState = 'pending' | 'approving' | 'approved' | 'denied';
+
+export interface PairingRequest {
+  readonly pairingId: string;
+  /** Stored form, without the dash. */
+  readonly userCode: string;
+  /** Lower-case. */
+  readonly installationId: string;
+  readonly name: string | null;
+  readonly expiresAt: number;
+  state: PairingState;
+  /** Set once approved; dropped with the request when the car collects it. */
+  device: PairedDevice | null;
+}
+
+export type PollAnswer =
+  | { status: 'pending' | 'denied' | 'expired' }
+  | { status: 'approved'; token: string; deviceId: string; installationId: string };
+
+export type Decision = 'approve' | 'deny';
+
+export class PairingBook {
+  private readonly byId = new Map<string, PairingRequest>();
+  private readonly byCode = new Map<string, PairingRequest>();
+  private readonly byInstallation = new Map<string, PairingRequest>();
+  private sweeper: Timer | null = null;
+
+  constructor(
+    private readonly devices: DeviceRegistry,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Opens a request, replacing the installation's open one; 429 past the cap of open requests. */
+  async start(installationId: string, name: string | null): Promise<PairingRequest> {
+    await this.sweep();
+    const id = installationId.toLowerCase();
+    const replaced = this.byInstallation.get(id);
+    if (!replaced && this.byId.size >= limits.pairingOpenMax) {
+      throw new HttpError(429, messages.tooManyPairingRequests);
+    }
+    const request: PairingRequest = {
+      pairingId: newPairingId(),
+      userCode: this.unusedUserCode(),
+      installationId: id,
+      name,
+      expiresAt: this.now() + limits.pairingTtlMs,
+      state: 'pending',
+      device: null,
+    };
+    if (replaced) this.forget(replaced);
+    this.byId.set(request.pairingId, request);
+    this.byCode.set(request.userCode, request);
+    this.byInstallation.set(id, request);
+    this.log.info('pairing.started', { installation: id });
+    if (replaced) await this.close(replaced, 'replaced');
+    return request;
+  }
+
+  /** The car's poll; an approved request hands out its token once and is gone. */
+  async poll(pairingId: string): Promise<PollAnswer> {
+    await this.sweep();
+    const request = this.byId.get(pairingId);
+    if (!request) return { status: 'expired' };
+    if (request.state === 'denied') return { status: 'denied' };
+    if (request.state !== 'approved' || !request.device) return { status: 'pending' };
+    const { token, id: deviceId, installationId } = request.device;
+    this.forget(request);
+    this.log.info('pairing.collected', { installation: installationId, device: deviceId });
+    return { status: 'approved', token, deviceId, installationId };
+  }
+
+  /** The live request of a user code (stored form), or undefined when unknown or expired. */
+  find(userCode: string): PairingRequest | undefined {
+    const request = this.byCode.get(userCode);
+    return request && request.expiresAt > this.now() ? request : undefined;
+  }
+
+  /**
+   * Applies the owner's decision to a pending request. Approval commits the device before the car can
+   * collect its token; a request that went away meanwhile (replaced, expired) takes its device along.
+   */
+  async decide(request: PairingRequest, decision: Decision): Promise<PairingState | 'expired'> {
+    if (request.state !== 'pending') return request.state;
+    if (decision === 'deny') {
+      request.state = 'denied';
+      this.log.info('pairing.denied', { installation: request.installationId });
+      return 'denied';
+    }
+    request.state = 'approving';
+    let device: PairedDevice;
+    try {
+      device = await this.devices.pair(request.installationId, request.name);
+    } catch (error) {
+      request.state = 'pending';
+      throw error;
+    }
+    if (this.byId.get(request.pairingId) !== request) {
+      await this.revoke(device.id, 'expired');
+      return 'expired';
+    }
+    request.device = device;
+    request.state = 'approved';
+    this.log.info('pairing.approved', { installation: request.installationId, device: device.id });
+    return 'approved';
+  }
+
+  /** Milliseconds left of a request's lifetime. */
+  timeLeft(request: PairingRequest): number {
+    return Math.max(0, request.expiresAt - this.now());
+  }
+
+  /** Drops expired requests; an approved one whose token was never collected revokes its device. */
+  async sweep(): Promise<void> {
+    const at = this.now();
+    const expired = [...this.byId.values()].filter((request) => request.expiresAt <= at);
+    await Promise.all(expired.map((request) => this.close(request, 'expired')));
+  }
+
+  /** Sweeps on a timer too, so an uncollected token is revoked even when nobody asks. */
+  watch(intervalMs: number = limits.pairingSweepIntervalMs): void {
+    this.sweeper ??= setInterval(() => void this.sweep(), intervalMs);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+  }
+
+  private async close(request: PairingRequest, reason: 'expired' | 'replaced'): Promise<void> {
+    this.forget(request);
+    if (request.device) await this.revoke(request.device.id, reason);
+  }
+
+  private async revoke(deviceId: string, reason: 'expired' | 'replaced'): Promise<void> {
+    try {
+      await this.devices.revoke(deviceId);
+      this.log.info('pairing.uncollected_revoked', { device: deviceId, reason });
+    } catch (error) {
+      this.log.error('pairing.revoke_failed', { device: deviceId, reason: (error as Error).message });
+    }
+  }
+
+  private forget(request: PairingRequest): void {
+    this.byId.delete(request.pairingId);
+    this.byCode.delete(request.userCode);
+    if (this.byInstallation.get(request.installationId) === request) this.byInstallation.delete(request.installationId);
+  }
+
+  private unusedUserCode(): string {
+    let code = newUserCode();
+    while (this.byCode.has(code)) code = newUserCode();
+    return code;
+  }
+}

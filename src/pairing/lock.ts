@@ -1,0 +1,45 @@
+/**
+ * The approval password and its lockout: five wrong passwords in a row lock every password check
+ * (the `/pair` form and the device endpoints) for a minute, the right password included.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { tokenDigest } from '../devices/token.ts';
+import { limits } from '../limits.ts';
+
+export type PasswordCheck = 'right' | 'wrong';
+
+export class ApprovalLock {
+  private readonly digest: Buffer;
+  private wrongInARow = 0;
+  private lockedUntil = -Infinity;
+
+  constructor(
+    password: string,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.digest = tokenDigest(password);
+  }
+
+  /** Whole seconds until the lock ends (for `Retry-After`), or 0 when password checks are open. */
+  retryAfterSeconds(): number {
+    const left = this.lockedUntil - this.now();
+    return left > 0 ? Math.ceil(left / 1000) : 0;
+  }
+
+  /**
+   * Checks a password, counting a wrong one; call only while `retryAfterSeconds()` is 0.
+   * Digests are compared so the time taken does not depend on the candidate.
+   */
+  check(candidate: string): PasswordCheck {
+    if (timingSafeEqual(tokenDigest(candidate), this.digest)) {
+      this.wrongInARow = 0;
+      return 'right';
+    }
+    this.wrongInARow += 1;
+    if (this.wrongInARow >= limits.lockoutAttempts) {
+      this.wrongInARow = 0;
+      this.lockedUntil = this.now() + limits.lockoutMs;
+    }
+    return 'wrong';
+  }
+}

@@ -1,0 +1,148 @@
+/** @jsxImportSource @kitajs/html */
+/**
+ * The approval page for the owner's phone: server-rendered, no script at all, every value escaped.
+ * Its only inline style is allowed by hash in the content security policy.
+ */
+import { createHash } from 'node:crypto';
+import type { Children } from '@kitajs/html';
+import { limits } from '../limits.ts';
+import type { PairingRequest } from './book.ts';
+import { displayUserCode } from './code.ts';
+
+const safeStyle = `
+body{font-family:system-ui,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1b1f24;font-size:1.1rem;line-height:1.45}
+main{max-width:32rem;margin:0 auto;background:#fff;border-radius:.75rem;padding:1.25rem;box-shadow:0 1px 4px #0002}
+h1{font-size:1.4rem;margin:0 0 1rem}
+dl{margin:0 0 1rem}dt{font-size:.9rem;color:#555}dd{margin:0 0 .6rem;font-weight:600;overflow-wrap:anywhere}
+.code{font-family:ui-monospace,monospace;font-size:1.6rem;letter-spacing:.1em}
+label{display:block;margin:.5rem 0 .25rem}
+input{box-sizing:border-box;width:100%;min-height:3rem;font-size:1.2rem;padding:.5rem;border:1px solid #888;border-radius:.5rem}
+.actions{display:flex;gap:.75rem;margin-top:1rem}
+button{flex:1;min-height:3.25rem;font-size:1.2rem;border:0;border-radius:.5rem;padding:.5rem 1rem;color:#fff;background:#1a7f37}
+button.deny{background:#b42318}button.neutral{background:#2f5fb3}
+.notice{padding:.75rem;border-radius:.5rem;background:#fff4e5;border:1px solid #f0b35a;margin:0 0 1rem}
+`;
+
+const styleHash = createHash('sha256').update(safeStyle).digest('base64');
+
+/** Headers of every `/pair` answer: no script, no framing, nothing cached, no referrer leaking the code. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+  'X-Frame-Options': 'DENY',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Cache-Control': 'no-store',
+};
+
+/** An HTML answer with the page headers. */
+export async function pageResponse(status: number, page: JSX.Element, headers: Record<string, string> = {}) {
+  return new Response(`<!doctype html>${await page}`, { status, headers: { ...PAGE_HEADERS, ...headers } });
+}
+
+function Layout({ title, children }: { title: string; children: Children }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
+        <link rel="icon" href="data:," />
+        <title safe>{title} · ev-ingest</title>
+        <style>{safeStyle}</style>
+      </head>
+      <body>
+        <main>
+          <h1 safe>{title}</h1>
+          {children}
+        </main>
+      </body>
+    </html>
+  );
+}
+
+function Notice({ text }: { text: string | undefined }) {
+  return text === undefined ? '' : <p class="notice" role="alert" safe>{text}</p>;
+}
+
+/** The form a person types a code into (also the answer for an unknown or expired code). */
+export function CodePage({ notice }: { notice?: string }) {
+  return (
+    <Layout title="Pair a car">
+      <Notice text={notice} />
+      <p>Enter the code the car shows next to its QR code.</p>
+      <form method="get" action="pair">
+        <label for="code">Code</label>
+        <input id="code" name="code" class="code" required autocomplete="off" autocapitalize="characters"
+          spellcheck="false" placeholder="XXXX-XXXX" maxlength="12" />
+        <div class="actions">
+          <button type="submit" class="neutral">Continue</button>
+        </div>
+      </form>
+    </Layout>
+  );
+}
+
+/** Who asks (installation, car name, code) and the approval form. */
+export function ApprovalPage({ request, msLeft, notice }: { request: PairingRequest; msLeft: number; notice?: string }) {
+  const code = displayUserCode(request.userCode);
+  const minutes = Math.max(1, Math.ceil(msLeft / 60_000));
+  return (
+    <Layout title="Approve this car?">
+      <Notice text={notice} />
+      <p>Check that the car's screen shows this code before you approve.</p>
+      <dl>
+        <dt>Code</dt>
+        <dd class="code" safe>{code}</dd>
+        <dt>Car name</dt>
+        <dd safe>{request.name ?? '(no name given)'}</dd>
+        <dt>Installation id</dt>
+        <dd safe>{request.installationId}</dd>
+        <dt>Expires</dt>
+        <dd safe>{`in about ${minutes} minute${minutes === 1 ? '' : 's'}`}</dd>
+      </dl>
+      <form method="post" action="pair">
+        <input type="hidden" name="code" value={code} />
+        {/* Lets password managers file the approval password under a name; the server ignores it. */}
+        <input name="username" autocomplete="username" value="ev-ingest approval" hidden readonly />
+        <label for="password">Approval password</label>
+        <input id="password" name="password" type="password" required autocomplete="current-password" />
+        <div class="actions">
+          <button type="submit" name="decision" value="approve">Approve</button>
+          <button type="submit" name="decision" value="deny" class="deny">Deny</button>
+        </div>
+      </form>
+    </Layout>
+  );
+}
+
+export type Outcome = 'approved' | 'denied';
+
+/** The answer after a decision (also when the request had been decided before). */
+export function OutcomePage({ outcome, request, before }: { outcome: Outcome; request: PairingRequest; before: boolean }) {
+  const car = request.name ?? request.installationId;
+  const title = outcome === 'approved' ? 'Car approved' : 'Car denied';
+  const text =
+    outcome === 'approved'
+      ? `${car} will collect its token within a few seconds. You can close this page.`
+      : `${car} was not paired. You can close this page.`;
+  return (
+    <Layout title={title}>
+      <Notice text={before ? `This request had already been ${outcome}.` : undefined} />
+      <p safe>{text}</p>
+    </Layout>
+  );
+}
+
+/** Any other answer: a title and one line, never a stack trace. */
+export function MessagePage({ title, text }: { title: string; text: string }) {
+  return (
+    <Layout title={title}>
+      <p safe>{text}</p>
+    </Layout>
+  );
+}
+
+export const lockedText = (seconds: number) =>
+  `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${seconds} seconds.`;

@@ -1,0 +1,111 @@
+/** @jsxImportSource @kitajs/html */
+/**
+ * Pairing: the car's JSON endpoints (`/v1/pair/start`, `/v1/pair/poll`) and the owner's approval
+ * page (`/pair`). Registered only when APPROVAL_PASSWORD is set.
+ */
+import { Elysia } from 'elysia';
+import type { Config } from '../config.ts';
+import { readBody, readJsonObject } from '../http/body.ts';
+import { HttpError } from '../http/errors.ts';
+import { limits } from '../limits.ts';
+import type { Logger } from '../log.ts';
+import { approvalUrl } from './approval-url.ts';
+import type { PairingBook } from './book.ts';
+import { displayUserCode, parseUserCode } from './code.ts';
+import type { ApprovalLock } from './lock.ts';
+import { parsePoll, parseStart } from './model.ts';
+import { ApprovalPage, CodePage, lockedText, MessagePage, OutcomePage, pageResponse } from './page.tsx';
+
+export interface PairingDeps {
+  book: PairingBook;
+  lock: ApprovalLock;
+  config: Pick<Config, 'publicUrl' | 'trustProxy'>;
+  log: Logger;
+}
+
+const UNKNOWN_CODE = 'This code is unknown or has expired. Start pairing again on the car.';
+
+export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
+  /** Every `/pair` answer is a page with the strict headers, failures included. */
+  const page =
+    (handle: (request: Request) => Promise<Response>) =>
+    async ({ request }: { request: Request }) => {
+      try {
+        return await handle(request);
+      } catch (error) {
+        if (error instanceof HttpError && error.status === 400) {
+          return pageResponse(400, <MessagePage title="Form not accepted" text="The form could not be read. Go back and try again." />);
+        }
+        log.error('pair.page_failed', { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+        return pageResponse(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
+      }
+    };
+
+  const showCode = async (request: Request) => {
+    const input = new URL(request.url).searchParams.get('code');
+    if (input === null) return pageResponse(200, <CodePage />);
+    const code = parseUserCode(input);
+    const pairing = code === null ? undefined : book.find(code);
+    if (!pairing) return pageResponse(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (pairing.state === 'pending') return pageResponse(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
+    const outcome = pairing.state === 'denied' ? 'denied' : 'approved';
+    return pageResponse(200, <OutcomePage outcome={outcome} request={pairing} before />);
+  };
+
+  // Checked in the contract's order: the lock, the code, the password, then the decision.
+  const decide = async (request: Request) => {
+    const locked = lockedPage(lock);
+    if (locked) return locked;
+    const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, limits.approvalFormBytes)));
+    const code = parseUserCode(form.get('code'));
+    const pairing = code === null ? undefined : book.find(code);
+    if (!pairing) return pageResponse(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (lock.check(form.get('password') ?? '') === 'wrong') {
+      log.warn('pair.wrong_password', { installation: pairing.installationId });
+      const nowLocked = lock.retryAfterSeconds();
+      return nowLocked > 0
+        ? pageResponse(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} />, { 'Retry-After': String(nowLocked) })
+        : pageResponse(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Wrong password. Try again." />);
+    }
+    const decision = form.get('decision');
+    if (decision !== 'approve' && decision !== 'deny') {
+      return pageResponse(400, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Choose Approve or Deny." />);
+    }
+    const before = pairing.state !== 'pending';
+    const result = await book.decide(pairing, decision);
+    if (result === 'expired') return pageResponse(404, <CodePage notice={UNKNOWN_CODE} />);
+    return pageResponse(200, <OutcomePage outcome={result === 'denied' ? 'denied' : 'approved'} request={pairing} before={before} />);
+  };
+
+  return new Elysia({ name: 'pairing' })
+    .post(
+      '/v1/pair/start',
+      async ({ request }) => {
+        const { installationId, name } = parseStart(await readJsonObject(request));
+        const pairing = await book.start(installationId, name);
+        const userCode = displayUserCode(pairing.userCode);
+        return {
+          pairingId: pairing.pairingId,
+          userCode,
+          approvalUrl: approvalUrl(config, request, userCode),
+          expiresIn: limits.pairingTtlMs / 1000,
+          interval: limits.pairingPollIntervalS,
+        };
+      },
+      { parse: 'none' },
+    )
+    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request))), { parse: 'none' })
+    .get('/pair', page(showCode))
+    .post('/pair', page(decide), { parse: 'none' })
+    .all('/pair', page(notAllowed), { parse: 'none' });
+}
+
+async function notAllowed(): Promise<Response> {
+  return pageResponse(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
+}
+
+function lockedPage(lock: ApprovalLock): Promise<Response> | null {
+  const seconds = lock.retryAfterSeconds();
+  if (seconds === 0) return null;
+  return pageResponse(429, <MessagePage title="Locked for now" text={lockedText(seconds)} />, { 'Retry-After': String(seconds) });
+}

@@ -1,0 +1,179 @@
+/**
+ * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping
+ * of the contract, with its counting and wording. Pure: the same body and clock give the same batch.
+ */
+import { badRequest } from '../http/errors.ts';
+import { limits } from '../limits.ts';
+import { isUuid } from '../uuid.ts';
+import { sampleFieldNames, sampleFields, UTC_MAX_AHEAD_S, UTC_MIN, type SampleField } from './fields.ts';
+
+/** A usable sample as stored: `utc`, then every field of the table in its order (null when absent). */
+export type SampleRow = (number | string | null)[];
+
+export interface Batch {
+  /** Lower-case. */
+  installationId: string;
+  /** 0 when absent. */
+  plannerSentUtc: number;
+  /** The usable samples, in batch order. */
+  rows: SampleRow[];
+  droppedCount: number;
+  /** The first `limits.droppedListed` descriptions of dropped values, in examination order. */
+  dropped: string[];
+}
+
+export const batchMessages = {
+  installationId: 'installationId must be a UUID',
+  samples: 'samples must be an array',
+  plannerSentUtc: 'plannerSentUtc must be a non-negative integer',
+} as const;
+
+/** The row position of each field: 0 is `utc`. */
+const fieldColumns = new Map<string, { column: number; field: SampleField }>(
+  sampleFieldNames.map((name, index) => [name, { column: index + 1, field: sampleFields[name] }]),
+);
+
+/** Checks a batch at server time `nowMs`: a 400 for the batch itself, dropped values otherwise. */
+export function validateBatch(body: Record<string, unknown>, nowMs: number): Batch {
+  const { installationId, samples } = body;
+  const plannerSentUtc = body.plannerSentUtc ?? 0;
+  if (!isUuid(installationId)) throw badRequest(batchMessages.installationId);
+  if (!Array.isArray(samples)) throw badRequest(batchMessages.samples);
+  if (!Number.isSafeInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) {
+    throw badRequest(batchMessages.plannerSentUtc);
+  }
+
+  const latestUtc = Math.floor(nowMs / 1000) + UTC_MAX_AHEAD_S;
+  const notes: (string[] | undefined)[] = new Array(samples.length);
+  const rows: SampleRow[] = [];
+  const laterUtcs = new Set<number>();
+  // Backwards, so that a sample knows whether a later usable one has its utc (the later one wins).
+  for (let index = samples.length - 1; index >= 0; index--) {
+    const sampleNotes: string[] = [];
+    const row = examineSample(samples[index], `samples[${index}]`, latestUtc, sampleNotes);
+    if (row !== null) {
+      const utc = row[0] as number;
+      if (laterUtcs.has(utc)) sampleNotes.push(`samples[${index}]: a later sample has the same utc`);
+      else {
+        laterUtcs.add(utc);
+        rows.push(row);
+      }
+    }
+    if (sampleNotes.length > 0) notes[index] = sampleNotes;
+  }
+  rows.reverse();
+
+  let droppedCount = 0;
+  const dropped: string[] = [];
+  for (const sampleNotes of notes) {
+    if (sampleNotes === undefined) continue;
+    droppedCount += sampleNotes.length;
+    dropped.push(...sampleNotes.slice(0, limits.droppedListed - dropped.length));
+  }
+  return { installationId: installationId.toLowerCase(), plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
+}
+
+/** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
+function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
+  if (typeof sample !== 'object' || sample === null || Array.isArray(sample)) {
+    notes.push(`${path}: not an object`);
+    return null;
+  }
+  const values = sample as Record<string, unknown>;
+  const utcProblem = problemOfUtc(values.utc, latestUtc);
+  if (utcProblem !== null) {
+    notes.push(`${path}: ${utcProblem}`);
+    return null;
+  }
+  const row: SampleRow = new Array(fieldColumns.size + 1).fill(null);
+  row[0] = values.utc as number;
+  let usable = 0;
+  for (const key in values) {
+    const value = values[key];
+    if (key === 'utc' || value === null) continue;
+    const known = fieldColumns.get(key);
+    if (known === undefined) {
+      notes.push(`${path}${keyPath(key)}: unknown field`);
+      continue;
+    }
+    const { column, field } = known;
+    const stored = storedValue(field, value);
+    if (stored instanceof Unusable) notes.push(`${path}.${key}: ${stored.reason}`);
+    else if (field.kind === 'number' && field.pairedWith && !isUsable(field.pairedWith, values[field.pairedWith])) {
+      notes.push(`${path}.${key}: unusable without ${field.pairedWith}`);
+    } else {
+      row[column] = stored;
+      usable++;
+    }
+  }
+  if (usable === 0) {
+    notes.push(`${path}: no usable values`);
+    return null;
+  }
+  return row;
+}
+
+/** Why `utc` makes its sample unusable, or null when it is usable. */
+function problemOfUtc(utc: unknown, latestUtc: number): string | null {
+  if (utc === undefined || utc === null) return 'utc is missing';
+  if (!Number.isInteger(utc)) return `utc ${quote(utc)} is not an integer`;
+  const seconds = utc as number;
+  if (seconds < UTC_MIN) return `utc ${seconds} is before 2000-01-01`;
+  if (seconds <= latestUtc) return null;
+  const asSeconds = Math.floor(seconds / 1000);
+  const looksLikeMilliseconds = asSeconds >= UTC_MIN && asSeconds <= latestUtc;
+  return `utc ${seconds} is in the future${looksLikeMilliseconds ? ' (milliseconds instead of seconds?)' : ''}`;
+}
+
+/** Why a value cannot be stored; the reason quotes the value unless it is a coordinate. */
+class Unusable {
+  constructor(readonly reason: string) {}
+}
+
+function storedValue(field: SampleField, value: unknown): number | string | Unusable {
+  switch (field.kind) {
+    case 'number': {
+      const shown = () => (field.pairedWith ? 'value' : quote(value));
+      if (typeof value !== 'number') return new Unusable(`${shown()} is not a number`);
+      if (value < field.min || value > field.max) {
+        return new Unusable(`${shown()} is out of range ${field.min}..${field.max}`);
+      }
+      return value;
+    }
+    case 'flag':
+      if (value === 0 || value === 1) return value;
+      if (typeof value === 'boolean') return value ? 1 : 0;
+      return new Unusable(`${quote(value)} is not 0, 1, true or false`);
+    case 'text': {
+      if (typeof value !== 'string') return new Unusable(`${quote(value)} is not a string`);
+      const chars = value.length <= field.maxChars ? value.length : [...value].length;
+      if (chars < field.minChars || chars > field.maxChars) {
+        return new Unusable(`${quote(value)} is not ${field.minChars}..${field.maxChars} characters long`);
+      }
+      return value;
+    }
+  }
+}
+
+function isUsable(name: string, value: unknown): boolean {
+  const known = fieldColumns.get(name);
+  return known !== undefined && value !== undefined && value !== null && !(storedValue(known.field, value) instanceof Unusable);
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `.name` for a plain key, `["…"]` (quoted, shortened) for any other. */
+function keyPath(key: string): string {
+  return IDENTIFIER.test(key) && key.length <= limits.droppedQuoteChars ? `.${key}` : `[${quote(key)}]`;
+}
+
+/** A key or value JSON-encoded, at most `limits.droppedQuoteChars` characters of it, `…` when cut. */
+export function quote(value: unknown): string {
+  const max = limits.droppedQuoteChars;
+  if (typeof value === 'string') {
+    const chars = [...value];
+    return chars.length <= max ? JSON.stringify(value) : `${JSON.stringify(chars.slice(0, max).join(''))}…`;
+  }
+  const json = JSON.stringify(value);
+  return json.length <= max ? json : `${json.slice(0, max)}…`;
+}

@@ -1,0 +1,76 @@
+/** Samples in the database, written through the committer. */
+import type { WriteOp } from '../db/group.ts';
+import { sampleFieldNames, sampleFields } from './fields.ts';
+import type { SampleRow } from './model.ts';
+import { PlannerState } from './schema.ts';
+
+/**
+ * Rows as they travel to the writer: every numeric column (utc, numbers, flags) in one Float64Array
+ * with NaN for absent, which clones as one copy instead of value by value; text columns apart.
+ */
+export interface PackedRows {
+  count: number;
+  numbers: Float64Array;
+  /** Row by row, the text columns; null when the batch has no text value at all. */
+  texts: (string | null)[] | null;
+}
+
+export interface SampleWrite {
+  installationId: string;
+  plannerSentUtc: number;
+  /** Whether the planner takes this installation's samples: new samples after `plannerSentUtc` become pending. */
+  forward: boolean;
+  rows: PackedRows;
+}
+
+/** Row positions (0 = utc) of the numeric and of the text columns. */
+const numericColumns = [0, ...sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [] : [i + 1]))];
+const textColumns = sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [i + 1] : []));
+
+export function packRows(rows: SampleRow[]): PackedRows {
+  const numbers = new Float64Array(rows.length * numericColumns.length);
+  let texts: (string | null)[] | null = null;
+  rows.forEach((row, r) => {
+    numericColumns.forEach((column, c) => {
+      numbers[r * numericColumns.length + c] = (row[column] as number | null) ?? NaN;
+    });
+    textColumns.forEach((column, c) => {
+      if (row[column] === null) return;
+      texts ??= new Array(rows.length * textColumns.length).fill(null);
+      texts[r * textColumns.length + c] = row[column] as string;
+    });
+  });
+  return { count: rows.length, numbers, texts };
+}
+
+const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
+const insertColumns = ['installation_id', 'utc', ...fieldColumns, 'planner_state'];
+
+// A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice.
+const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
+  VALUES (${insertColumns.map(() => '?').join(', ')})
+  ON CONFLICT (installation_id, utc) DO UPDATE SET ${fieldColumns.map((c) => `${c} = excluded.${c}`).join(', ')}`;
+
+/** Stores a batch's usable samples (all or none, as one write); answers how many. */
+const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, plannerSentUtc, forward, rows }) => {
+  const insert = db.query(INSERT_SAMPLE);
+  const values: (string | number | null)[] = new Array(insertColumns.length);
+  const stateColumn = insertColumns.length - 1;
+  const { numbers, texts } = rows;
+  const numericWidth = numericColumns.length;
+  const textWidth = textColumns.length;
+  values[0] = installationId;
+  // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
+  for (let r = 0; r < rows.count; r++) {
+    for (let c = 0; c < numericWidth; c++) {
+      const value = numbers[r * numericWidth + c]!;
+      values[numericColumns[c]! + 1] = value === value ? value : null; // NaN marks an absent value
+    }
+    for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
+    values[stateColumn] = forward && (values[1] as number) > plannerSentUtc ? PlannerState.pending : PlannerState.none;
+    insert.run(...values);
+  }
+  return rows.count;
+};
+
+export const telemetryWrites = { storeSamples };

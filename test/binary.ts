@@ -1,0 +1,62 @@
+/** The compiled binary for end-to-end tests: built once per test run, started on temp databases. */
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tempDir } from './support.ts';
+
+const ROOT = resolve(import.meta.dir, '..');
+let built: Promise<string> | null = null;
+
+/** Builds `dist/ev-ingest` with the project's build script and copies it alone into a fresh folder. */
+export function compiledBinary(): Promise<string> {
+  built ??= (async () => {
+    const build = Bun.spawn(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
+    if ((await build.exited) !== 0) throw new Error(`build failed: ${await new Response(build.stderr).text()}`);
+    const binary = join(tempDir('ev-ingest-bin-'), 'ev-ingest');
+    copyFileSync(join(ROOT, 'dist', 'ev-ingest'), binary);
+    return binary;
+  })();
+  return built;
+}
+
+export interface RunningBinary {
+  url: URL;
+  process: Bun.Subprocess;
+  /** Everything the process has written to stdout so far. */
+  output(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+/**
+ * Starts the binary and waits for its `started` line, which names the address it listens on.
+ * Standard output goes to a file, so that reading it costs the process under test nothing.
+ */
+export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
+  const logPath = join(tempDir('ev-ingest-log-'), 'stdout.log');
+  const child = Bun.spawn([binary], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
+    stdin: 'ignore',
+    stdout: Bun.file(logPath),
+    stderr: 'pipe',
+  });
+  const output = () => (existsSync(logPath) ? readFileSync(logPath, 'utf8') : '');
+  const deadline = Date.now() + 10_000;
+  let address: string | undefined;
+  while (!(address = / info started .*address=(\S+)/.exec(output())?.[1])) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill();
+      throw new Error(`did not start: ${output()}${await new Response(child.stderr).text()}`);
+    }
+    await Bun.sleep(5);
+  }
+  return {
+    url: new URL(address),
+    process: child,
+    output,
+    async stop(signal = 'SIGTERM') {
+      child.kill(signal);
+      return child.exited;
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import { describe, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, storageConfig, type Env } from '../src/config.ts';
+import { tempDir } from './support.ts';
+
+const TOKEN = 'a-valid-ingest-token-of-24+';
+
+function refusal(env: Env): string {
+  try {
+    serveConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('serveConfig', () => {
+  test('defaults follow the contract', () => {
+    const config = serveConfig({ INGEST_TOKEN: TOKEN });
+    expect(config).toEqual({
+      ingestToken: TOKEN,
+      approvalPassword: null,
+      publicUrl: '',
+      trustProxy: false,
+      host: '0.0.0.0',
+      port: 8080,
+      databasePath: './data/ev-ingest.db',
+      durability: 'full',
+      logLevel: 'info',
+      planner: { url: DEFAULT_PLANNER_URL, apiKey: null, defaultToken: null, tokens: new Map() },
+    });
+  });
+
+  test('INGEST_TOKEN missing or under 24 characters refuses to start, naming the rule', () => {
+    expect(refusal({})).toBe('INGEST_TOKEN must be set to at least 24 characters');
+    expect(refusal({ INGEST_TOKEN: 'x'.repeat(23) })).toBe(
+      'INGEST_TOKEN must be set to at least 24 characters (it has 23)',
+    );
+    expect(serveConfig({ INGEST_TOKEN: 'x'.repeat(24) }).ingestToken).toBe('x'.repeat(24));
+  });
+
+  test('APPROVAL_PASSWORD set but under 12 characters refuses to start', () => {
+    expect(refusal({ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'short-pass1' })).toStartWith(
+      'APPROVAL_PASSWORD must have at least 12 characters (it has 11)',
+    );
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long-enough-1' }).approvalPassword).toBe(
+      'long-enough-1',
+    );
+  });
+
+  test('an unusable PORT refuses to start', () => {
+    for (const port of ['http', '-1', '65536', '80.5']) {
+      expect(refusal({ INGEST_TOKEN: TOKEN, PORT: port })).toBe(
+        'PORT must be a whole number from 0 to 65535 (0 picks a free port)',
+      );
+    }
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, PORT: '9000' }).port).toBe(9000);
+  });
+
+  test('enumerated variables accept only their values', () => {
+    expect(refusal({ INGEST_TOKEN: TOKEN, DURABILITY: 'eventual' })).toBe('DURABILITY must be one of full, fast');
+    expect(refusal({ INGEST_TOKEN: TOKEN, TRUST_PROXY: 'yes' })).toBe('TRUST_PROXY must be one of 0, 1');
+    expect(refusal({ INGEST_TOKEN: TOKEN, LOG_LEVEL: 'loud' })).toBe(
+      'LOG_LEVEL must be one of debug, info, warn, error',
+    );
+  });
+
+  test('PUBLIC_URL loses its trailing slash and keeps a sub-path', () => {
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, PUBLIC_URL: 'https://ev.example.org/ingest/' }).publicUrl).toBe(
+      'https://ev.example.org/ingest',
+    );
+    expect(refusal({ INGEST_TOKEN: TOKEN, PUBLIC_URL: 'ev.example.org' })).toBe(
+      'PUBLIC_URL must be an http:// or https:// URL',
+    );
+  });
+
+  test('PLANNER_TOKENS pairs are parsed by lower-case installation id and never echoed when wrong', () => {
+    const config = serveConfig({
+      INGEST_TOKEN: TOKEN,
+      PLANNER_TOKENS: '5B0C3C3E-9A51-4C5E-8F55-2F0E7B0C1A01=tok-a, 0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b=tok-b',
+    });
+    expect([...config.planner.tokens]).toEqual([
+      ['5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01', 'tok-a'],
+      ['0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b', 'tok-b'],
+    ]);
+    const message = refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: 'not-a-uuid=secret-token' });
+    expect(message).toBe('PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a non-empty token');
+    expect(message).not.toContain('secret-token');
+  });
+});
+
+describe('readEnvironment', () => {
+  test('.env in the working directory is read; the process environment wins', () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, '.env'),
+      '# comment\nexport INGEST_TOKEN="from-dotenv-token-0123456789"\nPORT=9001 # inline comment\nHOST=127.0.0.1\n',
+    );
+    const env = readEnvironment({ HOST: '::1' }, dir);
+    expect(env.INGEST_TOKEN).toBe('from-dotenv-token-0123456789');
+    expect(env.PORT).toBe('9001');
+    expect(env.HOST).toBe('::1');
+  });
+
+  test('<NAME>_FILE supplies a secret without its trailing newline', () => {
+    const dir = tempDir();
+    const file = join(dir, 'token');
+    writeFileSync(file, 'token-from-a-file-0123456789\n');
+    expect(readEnvironment({ INGEST_TOKEN_FILE: file }, dir).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
+  });
+
+  test('a secret set both plainly and as <NAME>_FILE refuses to start', () => {
+    const dir = tempDir();
+    const file = join(dir, 'password');
+    writeFileSync(file, 'approval-password-1\n');
+    expect(() => readEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir)).toThrow(
+      'APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set; set only one of them',
+    );
+  });
+
+  test('an unreadable <NAME>_FILE refuses to start without printing its contents', () => {
+    expect(() => readEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir())).toThrow(
+      'PLANNER_API_KEY_FILE names a file that cannot be read (ENOENT)',
+    );
+  });
+
+  test('the command-line tools need only DATABASE_PATH', () => {
+    expect(storageConfig({ DATABASE_PATH: '/var/lib/ev/ev.db' })).toEqual({
+      databasePath: '/var/lib/ev/ev.db',
+      durability: 'full',
+      logLevel: 'info',
+    });
+  });
+});

@@ -1,0 +1,345 @@
+import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
+import { pairDevice } from './paired-device.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+
+let service: TestService;
+beforeEach(async () => {
+  await service?.close();
+  service = await startTestService();
+});
+afterAll(() => service.close());
+
+interface Day {
+  km: number;
+  kwh: number;
+  hours: number;
+  socDrop: number;
+}
+
+interface ChunkBody {
+  installationId?: unknown;
+  recordedAt?: unknown;
+  date?: unknown;
+  day?: unknown;
+  sohPercent?: unknown;
+  [field: string]: unknown;
+}
+
+const T0 = 1_764_080_000_123;
+// Fractions of powers of two, so that the expected sums are exact.
+const day = (km: number, kwh = km / 4, hours = km / 8, socDrop = km / 2): Day => ({ km, kwh, hours, socDrop });
+const chunk = (overrides: ChunkBody = {}): ChunkBody => ({
+  installationId: INSTALLATION,
+  recordedAt: T0,
+  date: '2026-11-25',
+  day: day(10),
+  ...overrides,
+});
+
+/** The calendar date `n` days after 2020-01-01. */
+const dateOf = (n: number) => new Date(Date.UTC(2020, 0, 1 + n)).toISOString().slice(0, 10);
+
+const putChunk = (body: unknown, token?: string | null) =>
+  service.request('PUT', '/v1/consumption/daily', { body, token });
+
+async function put(body: ChunkBody): Promise<void> {
+  expect(await answer(await putChunk(body))).toEqual({ status: 204, body: null });
+}
+
+async function history(installationId = INSTALLATION) {
+  const { status, body } = await answer(await service.request('GET', `/v1/consumption/history/${installationId}`));
+  expect(status).toBe(200);
+  return body as { records: { date: string; day: Day; sohPercent?: number; lifetime: Day }[]; lifetime: Day };
+}
+
+describe('PUT /v1/consumption/daily', () => {
+  test('stores the car app’s chunk with every field and answers 204 with an empty body', async () => {
+    const response = await putChunk({
+      installationId: INSTALLATION.toUpperCase(),
+      recordedAt: 1764080000123,
+      date: '2026-11-25',
+      day: { km: 12.4, kwh: 2.05, hours: 0.31, socDrop: 3.0 },
+      sohPercent: 97.5,
+    });
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe('');
+    expect(service.storage.db.query('SELECT * FROM consumption_chunks').all()).toEqual([
+      {
+        installation_id: INSTALLATION,
+        recorded_at: 1764080000123,
+        date: '2026-11-25',
+        km: 12.4,
+        kwh: 2.05,
+        hours: 0.31,
+        soc_drop: 3,
+        soh_percent: 97.5,
+      },
+    ]);
+  });
+
+  test('ignores unknown top-level fields such as an older app’s lifetime, and takes null as absent', async () => {
+    await put(chunk({ lifetime: { km: 5000, kwh: 800, hours: 90, socDrop: 1000 }, sohPercent: null, extra: 'x' }));
+    expect(await history()).toEqual({
+      records: [{ date: '2026-11-25', day: day(10), lifetime: day(10) }],
+      lifetime: day(10),
+    });
+  });
+
+  test('a re-sent chunk replaces the one at the same recordedAt instead of counting twice', async () => {
+    await put(chunk({ day: day(10) }));
+    await put(chunk({ day: day(10) }));
+    await put(chunk({ recordedAt: T0 + 120_000, day: day(5) }));
+    await put(chunk({ day: day(7) }));
+    expect(await history()).toEqual({
+      records: [{ date: '2026-11-25', day: day(12), lifetime: day(12) }],
+      lifetime: day(12),
+    });
+    expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 2 });
+  });
+
+  test('a replacing chunk with another date moves to its new day, and an emptied day disappears', async () => {
+    await put(chunk({ date: '2026-11-24', day: day(10) }));
+    await put(chunk({ recordedAt: T0 + 1, date: '2026-11-25', day: day(3) }));
+    await put(chunk({ date: '2026-11-25', day: day(4) }));
+    expect(await history()).toEqual({
+      records: [{ date: '2026-11-25', day: day(7), lifetime: day(7) }],
+      lifetime: day(7),
+    });
+  });
+
+  test('negative corrections are subtracted', async () => {
+    await put(chunk({ day: day(10) }));
+    await put(chunk({ recordedAt: T0 + 1, day: day(-4) }));
+    expect((await history()).lifetime).toEqual(day(6));
+  });
+
+  test('a string "3" is not taken as the number 3', async () => {
+    expect(await answer(await putChunk(chunk({ day: { ...day(1), km: '3' } })))).toEqual({
+      status: 400,
+      body: { error: 'day.km must be a finite number' },
+    });
+  });
+
+  const invalidChunks: [string, ChunkBody | string, string][] = [
+    ['installationId missing', chunk({ installationId: undefined }), 'installationId is required'],
+    ['installationId null', chunk({ installationId: null }), 'installationId is required'],
+    ['installationId not a UUID', chunk({ installationId: 'car-1' }), 'installationId must be a UUID'],
+    ['recordedAt missing', chunk({ recordedAt: undefined }), 'recordedAt is required'],
+    ['recordedAt as text', chunk({ recordedAt: String(T0) }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
+    ['recordedAt fractional', chunk({ recordedAt: T0 + 0.5 }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
+    ['recordedAt negative', chunk({ recordedAt: -1 }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
+    ['recordedAt unsafe', chunk({ recordedAt: 2 ** 53 }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
+    ['date missing', chunk({ date: undefined }), 'date is required'],
+    ['date 30 February', chunk({ date: '2026-02-30' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date 29 February of a common year', chunk({ date: '2100-02-29' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date month 13', chunk({ date: '2026-13-01' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date 31 April', chunk({ date: '2026-04-31' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date without padding', chunk({ date: '2026-1-5' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date with a time', chunk({ date: '2026-11-25T10:00:00Z' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date as a number', chunk({ date: 20261125 }), 'date must be a calendar date YYYY-MM-DD'],
+    ['day missing', chunk({ day: undefined }), 'day is required'],
+    ['day an array', chunk({ day: [1, 2, 3, 4] }), 'day must be an object'],
+    ['day.km missing', chunk({ day: { kwh: 1, hours: 1, socDrop: 1 } }), 'day.km is required'],
+    ['day.kwh as text', chunk({ day: { ...day(1), kwh: '1' } }), 'day.kwh must be a finite number'],
+    ['day.hours too large', chunk({ day: { ...day(1), hours: 10_000_000.5 } }), 'day.hours is out of range -10000000..10000000'],
+    ['day.socDrop too negative', chunk({ day: { ...day(1), socDrop: -10_000_001 } }), 'day.socDrop is out of range -10000000..10000000'],
+    [
+      'day.km infinite',
+      `{"installationId":"${INSTALLATION}","recordedAt":${T0},"date":"2026-11-25","day":{"km":1e400,"kwh":1,"hours":1,"socDrop":1}}`,
+      'day.km must be a finite number',
+    ],
+    ['sohPercent zero', chunk({ sohPercent: 0 }), 'sohPercent must be above 0'],
+    ['sohPercent above 100', chunk({ sohPercent: 100.01 }), 'sohPercent is out of range 0..100'],
+    ['sohPercent negative', chunk({ sohPercent: -5 }), 'sohPercent is out of range 0..100'],
+    ['sohPercent as text', chunk({ sohPercent: '97' }), 'sohPercent must be a finite number'],
+  ];
+  test.each(invalidChunks)('400 naming the field: %s', async (_, body, error) => {
+    expect(await answer(await putChunk(body))).toEqual({ status: 400, body: { error } });
+    expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 0 });
+  });
+
+  test('accepts the limits themselves: 29 February of a leap year, ±1e7, sohPercent 100', async () => {
+    await put(chunk({ date: '2024-02-29', day: { km: 10_000_000, kwh: -10_000_000, hours: 0, socDrop: 0 }, sohPercent: 100 }));
+    expect((await history()).records[0]).toEqual({
+      date: '2024-02-29',
+      day: { km: 10_000_000, kwh: -10_000_000, hours: 0, socDrop: 0 },
+      sohPercent: 100,
+      lifetime: { km: 10_000_000, kwh: -10_000_000, hours: 0, socDrop: 0 },
+    });
+  });
+
+  test('401 without a token, 403 for a paired car of another installation, 204 for its own', async () => {
+    expect(await answer(await putChunk(chunk(), null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    const token = await pairDevice(service, OTHER_INSTALLATION);
+    expect(await answer(await putChunk(chunk(), token))).toEqual({
+      status: 403,
+      body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
+    });
+    expect(await answer(await putChunk(chunk({ recordedAt: 'x' }), token))).toEqual({
+      status: 400,
+      body: { error: 'recordedAt must be Unix milliseconds (a non-negative safe integer)' },
+    });
+    expect((await putChunk(chunk({ installationId: OTHER_INSTALLATION.toUpperCase() }), token)).status).toBe(204);
+    expect(service.storage.db.query('SELECT installation_id AS id FROM consumption_chunks').all()).toEqual([
+      { id: OTHER_INSTALLATION },
+    ]);
+  });
+});
+
+describe('GET /v1/consumption/history/{installationId}', () => {
+  test('an installation without chunks has no records and an all-zero lifetime', async () => {
+    expect(await history()).toEqual({ records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } });
+  });
+
+  test('records are newest date first, each with the lifetime up to and including its date', async () => {
+    await put(chunk({ recordedAt: T0, date: '2026-11-24', day: day(10) }));
+    await put(chunk({ recordedAt: T0 + 1, date: '2026-11-26', day: day(30) }));
+    await put(chunk({ recordedAt: T0 + 2, date: '2026-11-25', day: day(20) }));
+    await put(chunk({ recordedAt: T0 + 3, date: '2026-11-25', day: day(5) }));
+    await put(chunk({ installationId: OTHER_INSTALLATION, recordedAt: T0 + 4, date: '2026-11-25', day: day(1000) }));
+    expect(await history()).toEqual({
+      records: [
+        { date: '2026-11-26', day: day(30), lifetime: day(65) },
+        { date: '2026-11-25', day: day(25), lifetime: day(35) },
+        { date: '2026-11-24', day: day(10), lifetime: day(10) },
+      ],
+      lifetime: day(65),
+    });
+  });
+
+  test('returns the newest 400 of 450 days; lifetimes still count all 450', async () => {
+    const days = 450;
+    await Promise.all(
+      Array.from({ length: days }, (_, n) => put(chunk({ recordedAt: T0 + n, date: dateOf(n), day: day(n + 1) }))),
+    );
+    const { records, lifetime } = await history();
+    expect(records.length).toBe(400);
+    expect(records.map((record) => record.date)).toEqual(
+      Array.from({ length: 400 }, (_, i) => dateOf(days - 1 - i)),
+    );
+    const sumUpTo = (n: number) => ((n + 1) * (n + 2)) / 2; // km of days 0..n
+    expect(lifetime).toEqual(day(sumUpTo(days - 1)));
+    expect(records[0]!.lifetime).toEqual(lifetime);
+    expect(records[399]).toEqual({ date: dateOf(50), day: day(51), lifetime: day(sumUpTo(50)) });
+  });
+
+  test('sohPercent is that of the day’s newest chunk by recordedAt that carried one', async () => {
+    await put(chunk({ recordedAt: T0 + 20, sohPercent: 96 }));
+    await put(chunk({ recordedAt: T0 + 10, sohPercent: 95 })); // older, sent later: does not win
+    await put(chunk({ recordedAt: T0 + 30 })); // newer, without one: does not clear it
+    await put(chunk({ recordedAt: T0 + 5, date: '2026-11-24' }));
+    const soh = async () => (await history()).records.map(({ date, sohPercent }) => ({ date, sohPercent }));
+    expect(await soh()).toEqual([
+      { date: '2026-11-25', sohPercent: 96 },
+      { date: '2026-11-24', sohPercent: undefined },
+    ]);
+    await put(chunk({ recordedAt: T0 + 20 })); // the carrier re-sent without one: the next older one counts
+    expect((await soh())[0]).toEqual({ date: '2026-11-25', sohPercent: 95 });
+    await put(chunk({ recordedAt: T0 + 10, date: '2026-11-24', sohPercent: 95 })); // it moves to the 24th
+    expect(await soh()).toEqual([
+      { date: '2026-11-25', sohPercent: undefined },
+      { date: '2026-11-24', sohPercent: 95 },
+    ]);
+    expect((await history()).records[0]).not.toHaveProperty('sohPercent');
+  });
+
+  test('a write after a read is seen by the next read', async () => {
+    await put(chunk({ day: day(1) }));
+    expect((await history()).lifetime).toEqual(day(1));
+    await put(chunk({ recordedAt: T0 + 1, day: day(2) }));
+    expect((await history()).lifetime).toEqual(day(3));
+    await Promise.all([put(chunk({ day: day(4) })), put(chunk({ recordedAt: T0 + 2, day: day(8) }))]);
+    expect((await history()).lifetime).toEqual(day(14));
+  });
+
+  test('the path id is validated before ownership: 400 naming installationId, then 403', async () => {
+    const token = await pairDevice(service, OTHER_INSTALLATION);
+    const get = (id: string, authorization: string | null = token) =>
+      service.request('GET', `/v1/consumption/history/${id}`, { token: authorization });
+    expect(await answer(await get('not-a-uuid'))).toEqual({ status: 400, body: { error: 'installationId must be a UUID' } });
+    expect(await answer(await get(INSTALLATION))).toEqual({
+      status: 403,
+      body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
+    });
+    expect(await answer(await get(INSTALLATION, null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    expect(await answer(await get(OTHER_INSTALLATION.toUpperCase()))).toEqual({
+      status: 200,
+      body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
+    });
+  });
+});
+
+describe('sums do not drift', () => {
+  /** mulberry32: a small seeded generator, so a failure can be replayed. */
+  function random(seed: number) {
+    return () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  /** The correctly rounded sum of doubles (Shewchuk's exact partials, as Python's math.fsum). */
+  function exactSum(values: number[]): number {
+    const partials: number[] = [];
+    for (let x of values) {
+      let i = 0;
+      for (let y of partials) {
+        if (Math.abs(x) < Math.abs(y)) [x, y] = [y, x];
+        const high = x + y;
+        const low = y - (high - x);
+        if (low !== 0) partials[i++] = low;
+        x = high;
+      }
+      partials.length = i;
+      partials.push(x);
+    }
+    return partials.reduce((sum, partial) => sum + partial, 0);
+  }
+
+  const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
+
+  test.each([1, 2, 3])('random writes and re-writes leave the sums of the surviving chunks (seed %d)', async (seed) => {
+    const next = random(seed);
+    const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
+    const large = () => (next() - 0.5) * 2e7;
+    const small = () => (next() - 0.5) * 2e-3;
+    const mixed = () => pick([large, () => next() * 50, () => -next() * 3, small])();
+    const dates = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23'];
+    const stored = new Map<number, { date: string; day: Day; sohPercent?: number }>();
+    const write = (recordedAt: number, value: () => number) => {
+      const body = {
+        date: pick(dates),
+        day: { km: value(), kwh: value(), hours: value(), socDrop: value() },
+        ...(next() < 0.5 && { sohPercent: 50 + Math.round(next() * 50) }),
+      };
+      stored.set(recordedAt, body);
+      return put(chunk({ recordedAt, ...body }));
+    };
+    for (let round = 0; round < 8; round += 1) {
+      // Distinct recordedAt within a round: writes of one group may commit in any order.
+      const keys = new Set(Array.from({ length: 40 }, () => T0 + Math.floor(next() * 60)));
+      await Promise.all([...keys].map((recordedAt) => write(recordedAt, mixed)));
+    }
+    // Every chunk finally replaced by a tiny one: the sums are then small, and any drift left by the
+    // large values, or any rounding of the inputs (micro-units), shows against the 1e-9 tolerance.
+    await Promise.all([...stored.keys()].map((recordedAt) => write(recordedAt, small)));
+    const expectedDates = dates.filter((date) => [...stored.values()].some((c) => c.date === date)).reverse();
+    const { records, lifetime } = await history();
+    expect(records.map((record) => record.date)).toEqual(expectedDates);
+    const surviving = [...stored.entries()].sort(([a], [b]) => a - b);
+    for (const record of records) {
+      const ofDay = surviving.filter(([, c]) => c.date === record.date).map(([, c]) => c);
+      const upToDay = surviving.filter(([, c]) => c.date <= record.date).map(([, c]) => c);
+      for (const field of ['km', 'kwh', 'hours', 'socDrop'] as const) {
+        const dayExpected = exactSum(ofDay.map((c) => c.day[field]));
+        const lifetimeExpected = exactSum(upToDay.map((c) => c.day[field]));
+        expect({ field, ok: close(record.day[field], dayExpected) }).toEqual({ field, ok: true });
+        expect({ field, ok: close(record.lifetime[field], lifetimeExpected) }).toEqual({ field, ok: true });
+      }
+      expect(record.sohPercent).toBe(ofDay.findLast((c) => c.sohPercent !== undefined)?.sohPercent);
+    }
+    expect(lifetime).toEqual(records[0]!.lifetime);
+  });
+});

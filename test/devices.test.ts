@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
+import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
+
+let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
+const now = () => clock;
+const open: TestService[] = [];
+async function start(options: { dir?: string; approvalPassword?: string | null } = {}) {
+  const service = await startTestService({ approvalPassword: PASSWORD, ...options }, { now, dir: options.dir });
+  open.push(service);
+  return service;
+}
+afterEach(async () => {
+  for (const service of open.splice(0)) await service.close();
+});
+
+const refused = (service: TestService, token: string) => {
+  try {
+    service.auth.authenticate(`Bearer ${token}`);
+    return false;
+  } catch (error) {
+    return (error as { status?: number }).status === 401;
+  }
+};
+
+describe('GET /v1/devices', () => {
+  test('lists devices newest first with ISO times, for the approval password only', async () => {
+    const service = await start();
+    const first = await pairDevice(service, INSTALLATION, 'first');
+    const createdFirst = new Date(clock).toISOString();
+    clock += 1000;
+    const second = await pairDevice(service, OTHER_INSTALLATION, 'second');
+    expect(await answer(await service.request('GET', '/v1/devices', { token: PASSWORD }))).toEqual({
+      status: 200,
+      body: {
+        devices: [
+          { id: second.deviceId, installationId: OTHER_INSTALLATION, name: 'second', createdAt: new Date(clock).toISOString(), lastSeenAt: null, revokedAt: null },
+          { id: first.deviceId, installationId: INSTALLATION, name: 'first', createdAt: createdFirst, lastSeenAt: null, revokedAt: null },
+        ],
+      },
+    });
+    for (const token of [null, WRONG_PASSWORD, first.token]) {
+      expect(await answer(await service.request('GET', '/v1/devices', { token }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    }
+    // The shared ingest token is not the approval password either.
+    expect((await service.request('GET', '/v1/devices')).status).toBe(401);
+  });
+});
+
+describe('POST /v1/devices/{id}/revoke', () => {
+  test('revokes at once, idempotently; an unknown id is 404', async () => {
+    const service = await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const revokedAt = new Date(clock).toISOString();
+    const expected = { id: deviceId, installationId: INSTALLATION, name: 'MG4', createdAt: revokedAt, lastSeenAt: null, revokedAt };
+    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({ status: 200, body: expected });
+    expect(refused(service, token)).toBe(true);
+    clock += 5000;
+    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({ status: 200, body: expected });
+    expect(await answer(await service.request('POST', '/v1/devices/nope/revoke', { token: PASSWORD }))).toEqual({ status: 404, body: { error: 'device not found' } });
+    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+  });
+});
+
+describe('across restarts', () => {
+  test('a paired token keeps working and a revocation stays, also with pairing turned off', async () => {
+    const dir = tempDir();
+    const service = await start({ dir });
+    const kept = await pairDevice(service, INSTALLATION);
+    const revoked = await pairDevice(service, OTHER_INSTALLATION);
+    await service.request('POST', `/v1/devices/${revoked.deviceId}/revoke`, { token: PASSWORD });
+    await service.close();
+
+    const again = await start({ dir, approvalPassword: null });
+    expect(again.auth.authenticate(`Bearer ${kept.token}`)).toEqual({ kind: 'device', deviceId: kept.deviceId, installationId: INSTALLATION });
+    expect(refused(again, revoked.token)).toBe(true);
+    expect((await again.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(404);
+  });
+});
+
+describe('lastSeenAt', () => {
+  test('is written on use, at most once a minute per device', async () => {
+    const service = await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const lastSeen = async () => {
+      await service.storage.committer.idle();
+      return service.storage.db.query<{ at: number | null }, [string]>('SELECT last_seen_at AS at FROM devices WHERE id = ?').get(deviceId)!.at;
+    };
+    const firstUse = clock;
+    service.auth.authenticate(`Bearer ${token}`);
+    expect(await lastSeen()).toBe(firstUse);
+    clock += 59_999;
+    service.auth.authenticate(`Bearer ${token}`);
+    expect(await lastSeen()).toBe(firstUse);
+    clock += 1;
+    service.auth.authenticate(`Bearer ${token}`);
+    expect(await lastSeen()).toBe(clock);
+  });
+});
+
+describe('ev-ingest devices', () => {
+  const cli = (databasePath: string, ...args: string[]) =>
+    Bun.spawn(['bun', join(import.meta.dir, '../src/main.ts'), 'devices', ...args], {
+      cwd: tempDir(), // no .env of the checkout
+      env: { PATH: process.env.PATH, DATABASE_PATH: databasePath },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+  const run = async (databasePath: string, ...args: string[]) => {
+    const child = cli(databasePath, ...args);
+    const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+    return { code, stdout, stderr };
+  };
+
+  test('revoke is honoured by a running server within about a second; list shows it', async () => {
+    const service = await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION, 'Stolen "car"');
+    service.devices.watch();
+    expect(service.auth.authenticate(`Bearer ${token}`)).toMatchObject({ deviceId });
+
+    const revoked = await run(service.config.databasePath, 'revoke', deviceId);
+    expect(revoked).toMatchObject({ code: 0, stderr: '' });
+    expect(revoked.stdout).toStartWith(`revoked ${deviceId} installation=${INSTALLATION} revoked=`);
+    // Polled, not timed: the watcher reloads every 500 ms.
+    for (let i = 0; i < 50 && !refused(service, token); i += 1) await Bun.sleep(100);
+    expect(refused(service, token)).toBe(true);
+
+    const again = await run(service.config.databasePath, 'revoke', deviceId);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toStartWith(`already revoked ${deviceId} `);
+    const listed = await run(service.config.databasePath, 'list');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^${deviceId} installation=${INSTALLATION} revoked=\\S+ created=\\S+ lastSeen=\\S+ name="Stolen \\\\"car\\\\""$`)),
+      '',
+    ]);
+  });
+
+  test('an unknown id, a missing database and bad usage fail with a message', async () => {
+    const service = await start();
+    const unknown = await run(service.config.databasePath, 'revoke', 'no-such-device');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no device with id "no-such-device"');
+    const missing = await run(join(tempDir(), 'absent.db'), 'list');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no database at');
+    expect((await run(service.config.databasePath, 'revoke')).code).toBe(2);
+  });
+});

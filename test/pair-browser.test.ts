@@ -1,0 +1,73 @@
+/**
+ * The /pair page in a real browser (Debian's Chromium, headless, driven by playwright-core): no
+ * script, no content security policy violation, and the approval reaches the car's poll.
+ */
+import { expect, test } from 'bun:test';
+import { existsSync, rmSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+import { createMemoryLogger } from '../src/log.ts';
+import { serve } from '../src/server.ts';
+import { INSTALLATION, tempDir, testConfig } from './support.ts';
+import { PASSWORD } from './pairing-support.ts';
+
+/** The one browser API used here (the project's types have no DOM). */
+interface BrowserWindow {
+  getComputedStyle(element: unknown): { backgroundColor: string };
+}
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI !== 'true') {
+  console.warn(`\n!!! ${CHROMIUM} is missing: SKIPPING the real-browser test of /pair (apt-get install chromium) !!!\n`);
+}
+
+test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a car on /pair', async () => {
+  expect(existsSync(CHROMIUM)).toBe(true); // under CI=true a missing browser fails
+  const dir = tempDir();
+  const profile = tempDir('ev-ingest-chromium-');
+  const running = await serve(testConfig(dir, { approvalPassword: PASSWORD }), createMemoryLogger());
+  const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true });
+  try {
+    const car = (path: string, body: object) =>
+      fetch(new URL(path, running.url), { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+        .then((response) => response.json() as Promise<Record<string, string>>);
+    const started = await car('/v1/pair/start', { installationId: INSTALLATION, name: 'MG4 <b>bold</b>' });
+    expect(started.approvalUrl).toBe(`${running.url.origin}/pair?code=${started.userCode}`);
+
+    const page = await browser.newPage();
+    const console: string[] = [];
+    page.on('console', (message) => console.push(`${message.type()}: ${message.text()}`));
+    page.on('pageerror', (error) => console.push(`pageerror: ${error.message}`));
+
+    const opened = await page.goto(started.approvalUrl!);
+    expect(opened?.status()).toBe(200);
+    expect(await page.locator('script').count()).toBe(0);
+    expect(await page.locator('dd', { hasText: 'MG4 <b>bold</b>' }).count()).toBe(1);
+    expect(await page.locator('dd', { hasText: INSTALLATION }).count()).toBe(1);
+    // The inline style ran, so its hash in the policy matches.
+    const background = await page.locator('button[value=approve]').evaluate((button) => (globalThis as unknown as BrowserWindow).getComputedStyle(button).backgroundColor);
+    expect(background).toBe('rgb(26, 127, 55)');
+
+    await page.fill('#password', PASSWORD);
+    await Promise.all([page.waitForURL(/\/pair$/), page.click('button[value=approve]')]);
+    expect(await page.locator('h1').textContent()).toBe('Car approved');
+    expect(console).toEqual([]);
+
+    const collected = await car('/v1/pair/poll', { pairingId: started.pairingId! });
+    expect(collected).toMatchObject({ status: 'approved', installationId: INSTALLATION });
+    expect(running.service.auth.authenticate(`Bearer ${collected.token}`)).toEqual({
+      kind: 'device',
+      deviceId: collected.deviceId!,
+      installationId: INSTALLATION,
+    });
+  } finally {
+    await browser.close();
+    await running.stop();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(profile, { recursive: true, force: true });
+  }
+}, 60_000);

@@ -1,0 +1,343 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { tokenHash } from '../src/devices/token.ts';
+import { USER_CODE_ALPHABET } from '../src/pairing/code.ts';
+import { rmSync } from 'node:fs';
+import { createMemoryLogger } from '../src/log.ts';
+import { serve } from '../src/server.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
+import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
+
+const MINUTE = 60_000;
+let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
+const now = () => clock;
+
+let service: TestService;
+async function start(overrides = {}) {
+  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now });
+  return service;
+}
+afterEach(() => service?.close());
+
+const deviceRows = () => service.storage.db.query('SELECT * FROM devices ORDER BY created_at').all() as Record<string, unknown>[];
+const form = { 'content-type': 'application/x-www-form-urlencoded' };
+const CODE = new RegExp(`^[${USER_CODE_ALPHABET}]{4}-[${USER_CODE_ALPHABET}]{4}$`);
+
+describe('without APPROVAL_PASSWORD', () => {
+  test('every pairing and device path answers 404 not found', async () => {
+    await start({ approvalPassword: null });
+    const paths: [string, string][] = [
+      ['POST', '/v1/pair/start'],
+      ['POST', '/v1/pair/poll'],
+      ['GET', '/pair'],
+      ['POST', '/pair'],
+      ['GET', '/v1/devices'],
+      ['POST', '/v1/devices/abc/revoke'],
+    ];
+    for (const [method, path] of paths) {
+      const body = method === 'POST' ? { installationId: INSTALLATION } : undefined;
+      expect({ path, ...(await answer(await service.request(method, path, { body, token: PASSWORD }))) }).toEqual({
+        path,
+        status: 404,
+        body: { error: 'not found' },
+      });
+    }
+  });
+});
+
+test('start-up warns when pairing is on without PUBLIC_URL', async () => {
+  const warned = async (publicUrl: string) => {
+    const dir = tempDir();
+    const log = createMemoryLogger();
+    const running = await serve(testConfig(dir, { approvalPassword: PASSWORD, publicUrl }), log);
+    await running.stop();
+    rmSync(dir, { recursive: true, force: true });
+    return log.lines.filter((line) => line.includes('warn pairing.public_url_unset')).length;
+  };
+  expect(await warned('')).toBe(1);
+  expect(await warned('https://ev.example.com')).toBe(0);
+});
+
+describe('POST /v1/pair/start', () => {
+  test('answers a secret pairing id, a user code, the approval URL, 600 s and 5 s', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION, 'MG4');
+    expect(started.pairingId).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(started.userCode).toMatch(CODE);
+    expect(started).toEqual({
+      pairingId: started.pairingId,
+      userCode: started.userCode,
+      approvalUrl: `http://localhost/pair?code=${started.userCode}`,
+      expiresIn: 600,
+      interval: 5,
+    });
+  });
+
+  test('the approval URL is PUBLIC_URL with its sub-path', async () => {
+    await start({ publicUrl: 'https://ev.example.com/ingest' });
+    const started = await startPairing(service, INSTALLATION);
+    expect(started.approvalUrl).toBe(`https://ev.example.com/ingest/pair?code=${started.userCode}`);
+  });
+
+  test('without PUBLIC_URL: Host, and forwarded headers only with TRUST_PROXY', async () => {
+    const headers = { host: 'car.home.arpa:8080', 'x-forwarded-proto': 'https, http', 'x-forwarded-host': 'ev.example.com, proxy' };
+    const body = { installationId: INSTALLATION };
+    await start();
+    let started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers }))).body as { approvalUrl: string; userCode: string };
+    expect(started.approvalUrl).toBe(`http://car.home.arpa:8080/pair?code=${started.userCode}`);
+    await service.close();
+    await start({ trustProxy: true });
+    started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers }))).body as typeof started;
+    expect(started.approvalUrl).toBe(`https://ev.example.com/pair?code=${started.userCode}`);
+  });
+
+  test('validates installationId and name, naming the field', async () => {
+    await start();
+    const cases: [unknown, string][] = [
+      [{}, 'installationId must be a UUID'],
+      [{ installationId: 'car-1' }, 'installationId must be a UUID'],
+      [{ installationId: INSTALLATION, name: '' }, 'name must be a string of 1..64 characters'],
+      [{ installationId: INSTALLATION, name: 'x'.repeat(65) }, 'name must be a string of 1..64 characters'],
+      [{ installationId: INSTALLATION, name: 7 }, 'name must be a string of 1..64 characters'],
+      ['[]', 'body must be a JSON object'],
+      ['{', 'body is not valid JSON'],
+    ];
+    for (const [body, error] of cases) {
+      expect(await answer(await service.request('POST', '/v1/pair/start', { body, token: null }))).toEqual({ status: 400, body: { error } });
+    }
+    expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name: 'é'.repeat(64) }, token: null })).status).toBe(200);
+    expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name: null }, token: null })).status).toBe(200);
+  });
+
+  test('a body over the cap is refused before parsing', async () => {
+    await start();
+    const body = JSON.stringify({ installationId: INSTALLATION, pad: 'x'.repeat(600_000) });
+    expect(await answer(await service.request('POST', '/v1/pair/start', { body, token: null }))).toEqual({
+      status: 400,
+      body: { error: 'body is too large' },
+    });
+  });
+
+  test('at most 100 open requests; a new start of an open installation still replaces', async () => {
+    await start();
+    const ids = Array.from({ length: 100 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    for (const id of ids) await startPairing(service, id);
+    expect(await answer(await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION }, token: null }))).toEqual({
+      status: 429,
+      body: { error: 'too many pairing requests' },
+    });
+    await startPairing(service, ids[0]!);
+    clock += 10 * MINUTE;
+    await startPairing(service, INSTALLATION);
+    expect(service.pairing!.book.size).toBe(1);
+  });
+});
+
+describe('POST /v1/pair/poll', () => {
+  test('pending until approved, then the token once, then expired', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION.toUpperCase(), 'MG4 <3');
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
+    expect(deviceRows()).toEqual([]);
+
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
+    const [row] = deviceRows();
+    expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null });
+
+    const collected = await poll(service, started.pairingId);
+    const token = (collected.body as { token: string }).token;
+    expect(collected).toEqual({
+      status: 200,
+      body: { status: 'approved', token, deviceId: row!.id, installationId: INSTALLATION },
+    });
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(row!.token_hash).toBe(tokenHash(token));
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+  });
+
+  test('denied, and no device is created', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const page = await decide(service, started.userCode, 'deny');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Car denied');
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'denied' } });
+    expect(deviceRows()).toEqual([]);
+  });
+
+  test('unknown ids are expired; a missing id is 400', async () => {
+    await start();
+    expect(await poll(service, 'x'.repeat(43))).toEqual({ status: 200, body: { status: 'expired' } });
+    expect(await answer(await service.request('POST', '/v1/pair/poll', { body: {}, token: null }))).toEqual({
+      status: 400,
+      body: { error: 'pairingId must be a non-empty string' },
+    });
+  });
+
+  test('a request expires after 10 minutes', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    clock += 10 * MINUTE - 1;
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
+    clock += 1;
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+    expect((await service.request('GET', `/pair?code=${started.userCode}`, { token: null })).status).toBe(404);
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(404);
+  });
+
+  test('an approved token never collected is revoked when the request expires', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    await decide(service, started.userCode, 'approve');
+    expect(service.devices.size).toBe(1);
+    clock += 10 * MINUTE;
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(service.devices.size).toBe(0);
+  });
+
+  test('a new start replaces the open request of the installation and revokes its uncollected device', async () => {
+    await start();
+    const first = await startPairing(service, INSTALLATION);
+    await decide(service, first.userCode, 'approve');
+    const second = await startPairing(service, INSTALLATION);
+    expect(second.userCode).not.toBe(first.userCode);
+    expect(await poll(service, first.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+    expect((await service.request('GET', `/pair?code=${first.userCode}`, { token: null })).status).toBe(404);
+    expect(await poll(service, second.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
+    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(service.devices.size).toBe(0);
+  });
+});
+
+describe('the /pair page', () => {
+  const styleHash = (html: string) =>
+    createHash('sha256').update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!).digest('base64');
+
+  async function expectPage(response: Response, status: number) {
+    expect(response.status).toBe(status);
+    const html = await response.text();
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    expect(html).not.toMatch(/<script|\son\w+=/i);
+    expect(Object.fromEntries(
+      ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
+        .map((name) => [name, response.headers.get(name)]),
+    )).toEqual({
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      'x-frame-options': 'DENY',
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-store',
+    });
+    return html;
+  }
+
+  test('every answer is a page with the strict headers', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION, 'MG4');
+    const get = (path: string) => service.request('GET', path, { token: null });
+
+    expect(await expectPage(await get('/pair'), 200)).toContain('name="code"');
+    const approval = await expectPage(await get(`/pair?code=${started.userCode}`), 200);
+    expect(approval).toContain(INSTALLATION);
+    expect(approval).toContain('<meta name="viewport"');
+    expect(await expectPage(await get('/pair?code=BBBB-BBBB'), 404)).toContain('unknown or has expired');
+    expect(await expectPage(await get('/pair?code=<b>'), 404)).toContain('unknown or has expired');
+    await expectPage(await submitForm(service, { code: started.userCode, password: PASSWORD, decision: 'maybe' }), 400);
+    await expectPage(await service.request('POST', '/pair', { body: 'x'.repeat(5000), token: null, headers: form }), 400);
+    await expectPage(await service.request('POST', '/pair', { body: new Uint8Array([0xff, 0xfe]), token: null, headers: form }), 404);
+    await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);
+    await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    const put = await service.request('PUT', '/pair', { token: null });
+    await expectPage(put, 405);
+    expect(put.headers.get('allow')).toBe('GET, POST');
+    expect(await expectPage(await decide(service, started.userCode, 'approve'), 200)).toContain('Car approved');
+    expect(await expectPage(await get(`/pair?code=${started.userCode}`), 200)).toContain('already been approved');
+    for (let i = 0; i < 5; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    const locked = await decide(service, started.userCode, 'approve');
+    await expectPage(locked, 429);
+    expect(locked.headers.get('retry-after')).toBe('60');
+  });
+
+  test('the code is accepted in any case, with or without the dash', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const loose = started.userCode.replace('-', '').toLowerCase();
+    expect((await service.request('GET', `/pair?code=${loose}`, { token: null })).status).toBe(200);
+    expect((await decide(service, loose, 'approve')).status).toBe(200);
+    expect(await poll(service, started.pairingId)).toMatchObject({ body: { status: 'approved' } });
+  });
+
+  test('the car name is shown as text, never as markup', async () => {
+    await start();
+    const name = '<script>alert(1)</script>"&';
+    const started = await startPairing(service, INSTALLATION, name);
+    const html = await (await service.request('GET', `/pair?code=${started.userCode}`, { token: null })).text();
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;&quot;&amp;');
+    expect(html).not.toContain('<script');
+    expect(await (await decide(service, started.userCode, 'approve')).text()).not.toContain('<script');
+  });
+});
+
+describe('approval lockout', () => {
+  test('five wrong passwords lock every password check for 60 s, the right one included', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    for (let i = 0; i < 5; i += 1) expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
+    const locked = await decide(service, started.userCode, 'approve');
+    expect([locked.status, locked.headers.get('retry-after')]).toEqual([429, '60']);
+    // The lock comes first: an unknown code is not even looked at.
+    expect((await decide(service, 'BBBB-BBBB', 'approve')).status).toBe(429);
+    const devices = await service.request('GET', '/v1/devices', { token: PASSWORD });
+    expect(devices.headers.get('retry-after')).toBe('60');
+    expect(await answer(devices)).toEqual({ status: 429, body: { error: 'too many wrong passwords, retry later' } });
+
+    clock += 30_000;
+    expect((await decide(service, started.userCode, 'approve')).headers.get('retry-after')).toBe('30');
+    clock += 30_000;
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
+  });
+
+  test('the device endpoints count towards the lockout', async () => {
+    await start();
+    for (let i = 0; i < 4; i += 1) {
+      expect(await answer(await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    }
+    expect((await service.request('GET', '/v1/devices', { token: null })).status).toBe(401);
+    expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(429);
+  });
+
+  test('a right password resets the count; unknown codes are not counted', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    for (let i = 0; i < 4; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(200);
+    for (let i = 0; i < 4; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    for (let i = 0; i < 10; i += 1) expect((await decide(service, 'BBBB-BBBB', 'approve', WRONG_PASSWORD)).status).toBe(404);
+    expect((await decide(service, started.userCode, 'deny')).status).toBe(200);
+  });
+});
+
+describe('a paired token', () => {
+  test('authenticates for its own installation only, and never sits in the database or the log', async () => {
+    await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    expect(service.auth.authenticate(`Bearer ${token}`)).toEqual({ kind: 'device', deviceId, installationId: INSTALLATION });
+    const caller = service.auth.authenticate(`Bearer ${token}`);
+    const { assertMayUse } = await import('../src/http/auth.ts');
+    expect(() => assertMayUse(caller, INSTALLATION.toUpperCase())).not.toThrow();
+    expect(() => assertMayUse(caller, OTHER_INSTALLATION)).toThrow(
+      'token belongs to another installation; pair this car again after its installation id changed',
+    );
+    await service.storage.committer.idle();
+    const dump = JSON.stringify(service.storage.db.query('SELECT * FROM devices').all());
+    expect(dump).not.toContain(token);
+    const files = ['ev-ingest.db', 'ev-ingest.db-wal'].map((file) => Bun.file(`${service.dir}/${file}`));
+    for (const file of files) if (await file.exists()) expect(Buffer.from(await file.arrayBuffer()).includes(token)).toBe(false);
+    const lines = service.log.lines.join('\n');
+    expect(lines).not.toContain(token);
+    expect(lines).not.toContain(PASSWORD);
+    expect(lines).toContain('pairing.approved');
+  });
+});

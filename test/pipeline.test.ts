@@ -1,0 +1,181 @@
+/** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { connect } from 'node:net';
+import { assertMayUse } from '../src/http/auth.ts';
+import { readBody } from '../src/http/body.ts';
+import { authenticated, authenticatedBody, ingestRoute, noContent } from '../src/http/ingest.ts';
+import { limits } from '../src/limits.ts';
+import { listen } from '../src/server.ts';
+import { tokenHash } from '../src/devices/token.ts';
+import {
+  answer,
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  OWNER_TOKEN,
+  startTestService,
+  type TestService,
+} from './support.ts';
+
+const DEVICE_TOKEN = 'D'.repeat(limits.deviceTokenChars);
+let service: TestService;
+let bodiesRead = 0;
+
+beforeAll(async () => {
+  service = await startTestService();
+  service.app
+    .post(
+      '/test/echo',
+      authenticatedBody(service.auth, ({ body }) => {
+        bodiesRead += 1;
+        return { keys: Object.keys(body).length };
+      }),
+      ingestRoute,
+    )
+    .get(
+      '/test/owned/:installationId',
+      authenticated(service.auth, ({ caller, params }) => {
+        assertMayUse(caller, params.installationId!);
+        return noContent();
+      }),
+    )
+    .post('/test/boom', () => {
+      throw new Error('disk on fire at /secret/path');
+    });
+  service.devices.add(tokenHash(DEVICE_TOKEN), { id: 'device-1', installationId: INSTALLATION });
+});
+afterAll(() => service.close());
+
+const unauthorized = { status: 401, body: { error: 'unauthorized' } };
+
+describe('bearer token', () => {
+  test.each([
+    ['no header', {}],
+    ['another scheme', { authorization: `Basic ${btoa('owner:pw')}` }],
+    ['an empty token', { authorization: 'Bearer ' }],
+    ['a wrong token', { authorization: 'Bearer not-the-token-but-long-enough' }],
+    ['the scheme without a space', { authorization: 'Bearer' }],
+  ])('%s is 401', async (_, headers) => {
+    const response = await service.app.handle(
+      new Request('http://localhost/test/echo', { method: 'POST', headers, body: '{}' }),
+    );
+    expect(await answer(response)).toEqual(unauthorized);
+  });
+
+  test('401 comes before the body is read: invalid or oversized bodies without a token', async () => {
+    const before = bodiesRead;
+    for (const body of ['{not json', 'x'.repeat(limits.bodyBytes + 1)]) {
+      expect(await answer(await service.request('POST', '/test/echo', { body, token: null }))).toEqual(unauthorized);
+    }
+    expect(bodiesRead).toBe(before);
+  });
+
+  test('the owner token and a paired token pass; the paired one only for its installation', async () => {
+    expect((await service.request('GET', `/test/owned/${OTHER_INSTALLATION}`)).status).toBe(204);
+    const own = await service.request('GET', `/test/owned/${INSTALLATION.toUpperCase()}`, { token: DEVICE_TOKEN });
+    expect(own.status).toBe(204);
+    const other = await service.request('GET', `/test/owned/${OTHER_INSTALLATION}`, { token: DEVICE_TOKEN });
+    expect(await answer(other)).toEqual({
+      status: 403,
+      body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
+    });
+  });
+});
+
+describe('body', () => {
+  /** A JSON object of exactly `size` bytes. */
+  const objectOfSize = (size: number) => `{"pad":"${'x'.repeat(size - '{"pad":""}'.length)}"}`;
+
+  test('exactly 524288 bytes are accepted, 524289 refused', async () => {
+    const accepted = await service.request('POST', '/test/echo', { body: objectOfSize(limits.bodyBytes) });
+    expect(await answer(accepted)).toEqual({ status: 200, body: { keys: 1 } });
+    const refused = await service.request('POST', '/test/echo', { body: objectOfSize(limits.bodyBytes + 1) });
+    expect(await answer(refused)).toEqual({ status: 400, body: { error: 'body is too large' } });
+  });
+
+  test('a Content-Length over the cap is refused without reading the body', async () => {
+    let pulled = 0;
+    const stream = new ReadableStream({
+      pull(controller) {
+        pulled += 1;
+        controller.enqueue(new Uint8Array(1024));
+      },
+    });
+    const request = new Request('http://localhost/x', {
+      method: 'POST',
+      headers: { 'content-length': String(limits.bodyBytes + 1) },
+      body: stream,
+    });
+    await expect(readBody(request)).rejects.toMatchObject({ status: 400, message: 'body is too large' });
+    expect(pulled).toBeLessThanOrEqual(1); // a stream may pre-pull its first chunk on creation
+  });
+
+  test('a 5 MB chunked body is refused after reading no more than the cap plus one chunk', async () => {
+    const chunk = 64 * 1024;
+    let consumed = 0;
+    const stream = new ReadableStream({
+      pull(controller) {
+        if (consumed >= 5 * 1024 * 1024) return controller.close();
+        consumed += chunk;
+        controller.enqueue(new Uint8Array(chunk));
+      },
+    });
+    const request = new Request('http://localhost/x', { method: 'POST', body: stream });
+    await expect(readBody(request)).rejects.toMatchObject({ status: 400, message: 'body is too large' });
+    expect(consumed).toBeLessThanOrEqual(limits.bodyBytes + 2 * chunk); // the cap, one chunk, one read-ahead
+  });
+
+  test.each([
+    ['invalid JSON', '{"a":', 'body is not valid JSON'],
+    ['invalid UTF-8', new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), 'body is not valid JSON'],
+    ['an empty body', '', 'body is not valid JSON'],
+    ['an array', '[1,2]', 'body must be a JSON object'],
+    ['a string', '"text"', 'body must be a JSON object'],
+    ['null', 'null', 'body must be a JSON object'],
+  ])('%s is 400', async (_, body, error) => {
+    expect(await answer(await service.request('POST', '/test/echo', { body }))).toEqual({
+      status: 400,
+      body: { error },
+    });
+  });
+
+  test('a 5 MB chunked upload gets its 400 on a real socket', async () => {
+    const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);
+    try {
+      const reply = await uploadChunked(server.port!, 5 * 1024 * 1024);
+      expect(reply).toStartWith('HTTP/1.1 400');
+      expect(reply).toContain('{"error":"body is too large"}');
+    } finally {
+      await server.stop(true);
+    }
+  });
+});
+
+test('an unexpected failure is 500 "internal server error", its detail only in the log', async () => {
+  const response = await service.request('POST', '/test/boom');
+  expect(await answer(response)).toEqual({ status: 500, body: { error: 'internal server error' } });
+  expect(service.log.lines.some((line) => line.includes('disk on fire at /secret/path'))).toBe(true);
+});
+
+/** Sends `size` bytes chunked to the echo route of a real server, as a client that reads while sending. */
+function uploadChunked(port: number, size: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = '';
+    socket.on('data', (data) => (reply += data.toString('latin1')));
+    socket.on('error', (error) => (reply ? resolve(reply) : reject(error)));
+    socket.on('close', () => resolve(reply));
+    socket.on('connect', async () => {
+      socket.write(
+        'POST /test/echo HTTP/1.1\r\nHost: localhost\r\n' +
+          `Authorization: Bearer ${OWNER_TOKEN}\r\n` +
+          'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+      );
+      const piece = Buffer.alloc(64 * 1024, 0x20);
+      for (let sent = 0; sent < size && !socket.destroyed && reply === ''; sent += piece.length) {
+        const flushed = socket.write(`${piece.length.toString(16)}\r\n`) && socket.write(piece) && socket.write('\r\n');
+        if (!flushed) await new Promise((done) => socket.once('drain', done));
+      }
+      if (!socket.destroyed) socket.end('0\r\n\r\n');
+    });
+  });
+}

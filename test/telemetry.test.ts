@@ -1,0 +1,363 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { tokenHash } from '../src/devices/token.ts';
+import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
+import { validateBatch } from '../src/telemetry/model.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+
+/** The fixed server clock: 2025-11-25T14:13:20Z. */
+const NOW_S = 1_764_080_000;
+const NOW_MS = NOW_S * 1000;
+const UTC = NOW_S - 60;
+
+/** Records the hand-off; forwards the installations it is given. */
+function recordingForwarder(forwarded: string[] = []) {
+  const stored: string[] = [];
+  const forwarder: SampleForwarder = {
+    forwards: (installationId) => forwarded.includes(installationId),
+    stored: (installationId) => void stored.push(installationId),
+  };
+  return { forwarder, stored, forwarded };
+}
+
+let service: TestService;
+let handOff: ReturnType<typeof recordingForwarder>;
+
+beforeAll(async () => {
+  handOff = recordingForwarder();
+  service = await startTestService({}, { now: () => NOW_MS, forwarder: handOff.forwarder });
+});
+afterAll(() => service.close());
+
+/** Each test uses its own installation, so tests never see each other's rows. */
+let counter = 0;
+function freshInstallation(): string {
+  counter += 1;
+  return `00000000-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`;
+}
+
+async function post(body: unknown, token?: string | null) {
+  return answer(await service.request('POST', '/v1/telemetry', { body, token }));
+}
+
+function rowsOf(installationId: string) {
+  return service.storage.db
+    .query<Record<string, unknown>, [string]>('SELECT * FROM samples WHERE installation_id = ? ORDER BY utc')
+    .all(installationId);
+}
+
+function countRows(installationId: string): number {
+  return rowsOf(installationId).length;
+}
+
+/** Posts one batch of the given samples for a fresh installation. */
+async function postSamples(samples: unknown[]) {
+  const installationId = freshInstallation();
+  const result = await post({ installationId, samples });
+  return { ...result, installationId, rows: rowsOf(installationId) };
+}
+
+describe('storing', () => {
+  test('a usable sample is stored in typed columns, the installation id lower-cased', async () => {
+    const installationId = freshInstallation().toUpperCase().replace('0000-4000', 'ABCD-4000');
+    const result = await post({
+      installationId,
+      samples: [{ utc: UTC, soc: 71.5, power: -12.3, lat: 41.01, lon: 28.97, is_charging: true, is_parked: 0, car_model: 'mg:mg4' }],
+    });
+    expect(result).toEqual({ status: 200, body: { stored: 1, droppedCount: 0, dropped: [] } });
+    const [row] = rowsOf(installationId.toLowerCase());
+    expect(row).toMatchObject({
+      installation_id: installationId.toLowerCase(),
+      utc: UTC,
+      soc: 71.5,
+      power: -12.3,
+      lat: 41.01,
+      lon: 28.97,
+      is_charging: 1,
+      is_parked: 0,
+      car_model: 'mg:mg4',
+      speed: null,
+      planner_state: 0,
+    });
+    const types = service.storage.db
+      .query('SELECT typeof(utc) AS utc, typeof(soc) AS soc, typeof(is_charging) AS flag, typeof(car_model) AS text, typeof(speed) AS absent FROM samples WHERE installation_id = ?')
+      .get(installationId.toLowerCase());
+    expect(types).toEqual({ utc: 'integer', soc: 'real', flag: 'integer', text: 'text', absent: 'null' });
+  });
+
+  test('null is an absent value, not a dropped one', async () => {
+    const result = await postSamples([{ utc: UTC, soc: null, speed: 50 }]);
+    expect(result.body).toEqual({ stored: 1, droppedCount: 0, dropped: [] });
+    expect(result.rows[0]).toMatchObject({ soc: null, speed: 50 });
+  });
+
+  test('an empty batch is 200 with stored 0 and writes nothing', async () => {
+    const result = await postSamples([]);
+    expect(result).toMatchObject({ status: 200, body: { stored: 0, droppedCount: 0, dropped: [] }, rows: [] });
+  });
+
+  test('a re-sent batch is stored once, its values replaced completely, its planner state kept', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    const first = { installationId, samples: [{ utc: UTC, soc: 70, speed: 10 }, { utc: UTC + 1, soc: 71, speed: 11 }] };
+    expect((await post(first)).body).toMatchObject({ stored: 2 });
+    // Sent again with forwarding off and other values: still two rows, values replaced, still pending.
+    handOff.forwarded.pop();
+    const again = { installationId, samples: [{ utc: UTC, soc: 50 }, { utc: UTC + 1, soc: 51, speed: 99 }] };
+    expect((await post(again)).body).toMatchObject({ stored: 2 });
+    expect(rowsOf(installationId).map((row) => [row.utc, row.soc, row.speed, row.planner_state])).toEqual([
+      [UTC, 50, null, 1],
+      [UTC + 1, 51, 99, 1],
+    ]);
+  });
+});
+
+describe('dropping values', () => {
+  const cases: [string, unknown[], string[], number][] = [
+    ['a number of the wrong type', [{ utc: UTC, soc: '71', speed: 5 }], ['samples[0].soc: "71" is not a number'], 1],
+    ['a value out of range', [{}, {}, {}, {}, { utc: UTC + 4, soc: 140, speed: 5 }].map(fill), ['samples[4].soc: 140 is out of range 0..100'], 5],
+    ['an unknown field', [{}, {}, { utc: UTC + 2, foo: 1, speed: 5 }].map(fill), ['samples[2].foo: unknown field'], 3],
+    ['a flag other than 0, 1, true or false', [{ utc: UTC, is_charging: 2, speed: 5 }], ['samples[0].is_charging: 2 is not 0, 1, true or false'], 1],
+    ['text of the wrong type', [{ utc: UTC, car_model: 5, speed: 5 }], ['samples[0].car_model: 5 is not a string'], 1],
+    ['text of the wrong length', [{ utc: UTC, car_model: '', speed: 5 }], ['samples[0].car_model: "" is not 1..100 characters long'], 1],
+    ['a lone lat', [{}, {}, {}, { utc: UTC + 3, lat: 41.01, speed: 5 }].map(fill), ['samples[3].lat: unusable without lon'], 4],
+    ['a lone lon', [{ utc: UTC, lon: 28.97, speed: 5 }], ['samples[0].lon: unusable without lat'], 1],
+    [
+      'a lat whose lon is unusable, never quoting either',
+      [{ utc: UTC, lat: 41.01, lon: 228.97, speed: 5 }],
+      ['samples[0].lat: unusable without lon', 'samples[0].lon: value is out of range -180..180'],
+      1,
+    ],
+    ['a lat of the wrong type, not quoted', [{ utc: UTC, lat: '41.01', lon: 28.97, speed: 5 }], ['samples[0].lat: value is not a number', 'samples[0].lon: unusable without lat'], 1],
+    ['a sample that is not an object', [{}, {}, {}, {}, {}, {}, {}, 42].map(fill), ['samples[7]: not an object'], 7],
+    ['a null or array sample', [null, [UTC]], ['samples[0]: not an object', 'samples[1]: not an object'], 0],
+    ['a sample without utc', [{ soc: 50 }], ['samples[0]: utc is missing'], 0],
+    ['a utc of the wrong type', [{ utc: String(UTC), soc: 50 }], [`samples[0]: utc "${UTC}" is not an integer`], 0],
+    ['a utc that is not whole', [{ utc: UTC + 0.5, soc: 50 }], [`samples[0]: utc ${UTC + 0.5} is not an integer`], 0],
+    ['a utc before 2000', [{ utc: 946_684_799, soc: 50 }], ['samples[0]: utc 946684799 is before 2000-01-01'], 0],
+    ['a utc in milliseconds', [{ utc: 1_764_080_005_000, soc: 50 }], ['samples[0]: utc 1764080005000 is in the future (milliseconds instead of seconds?)'], 0],
+    ['a utc far in the future, not milliseconds', [{ utc: 99_999_999_999, soc: 50 }], ['samples[0]: utc 99999999999 is in the future'], 0],
+    ['a sample with nothing usable', [{}, {}, {}, {}, {}, { utc: UTC + 5 }].map(fill), ['samples[5]: no usable values'], 5],
+    ['a sample whose only values are unusable', [{ utc: UTC, soc: -1, bar: 2 }], ['samples[0].soc: -1 is out of range 0..100', 'samples[0].bar: unknown field', 'samples[0]: no usable values'], 0],
+    [
+      'long keys and values, quoted at most 40 characters',
+      [{ utc: UTC, ['k'.repeat(50)]: 1, 'a b': 1, car_model: 'c'.repeat(101), soc: { a: 'x'.repeat(60) }, speed: 5 }],
+      [
+        `samples[0]["${'k'.repeat(40)}"…]: unknown field`,
+        'samples[0]["a b"]: unknown field',
+        `samples[0].car_model: "${'c'.repeat(40)}"… is not 1..100 characters long`,
+        `samples[0].soc: {"a":"${'x'.repeat(34)}… is not a number`,
+      ],
+      1,
+    ],
+  ];
+
+  test.each(cases)('%s', async (_name, samples, dropped, stored) => {
+    const result = await postSamples(samples);
+    expect(result.status).toBe(200);
+    expect(result.body).toEqual({ stored, droppedCount: dropped.length, dropped });
+    expect(result.rows.length).toBe(stored);
+  });
+
+  test('a dropped value leaves the rest of its sample stored', async () => {
+    const result = await postSamples([{ utc: UTC, soc: 140, speed: 5, lat: 41.01 }]);
+    expect(result.rows).toEqual([expect.objectContaining({ utc: UTC, soc: null, speed: 5, lat: null })]);
+  });
+
+  test('a later sample with the same utc wins; the earlier one is one more drop', async () => {
+    const result = await postSamples([
+      { utc: UTC, soc: 1 },
+      { utc: UTC + 1, soc: 2, foo: 1 },
+      { utc: UTC + 2, soc: 3 },
+      { utc: UTC + 1, soc: 4 },
+    ]);
+    expect(result.body).toEqual({
+      stored: 3,
+      droppedCount: 2,
+      dropped: ['samples[1].foo: unknown field', 'samples[1]: a later sample has the same utc'],
+    });
+    expect(result.rows.map((row) => [row.utc, row.soc])).toEqual([
+      [UTC, 1],
+      [UTC + 1, 4],
+      [UTC + 2, 3],
+    ]);
+  });
+
+  test('a later sample with the same utc but nothing usable does not replace the earlier one', async () => {
+    const result = await postSamples([{ utc: UTC, soc: 1 }, { utc: UTC, soc: 500 }]);
+    expect(result.body).toEqual({
+      stored: 1,
+      droppedCount: 2,
+      dropped: ['samples[1].soc: 500 is out of range 0..100', 'samples[1]: no usable values'],
+    });
+    expect(result.rows.map((row) => row.soc)).toEqual([1]);
+  });
+
+  test('25 drops are counted and the first 20 listed, in order', async () => {
+    const samples = Array.from({ length: 25 }, (_, index) => ({ utc: UTC + index, soc: 200 + index, speed: 1 }));
+    const result = await postSamples(samples);
+    expect(result.body).toEqual({
+      stored: 25,
+      droppedCount: 25,
+      dropped: Array.from({ length: 20 }, (_, index) => `samples[${index}].soc: ${200 + index} is out of range 0..100`),
+    });
+  });
+
+  test('utc is usable up to 300 s ahead of the server clock, not one second more', async () => {
+    const result = await postSamples([
+      { utc: NOW_S + 300, soc: 1 },
+      { utc: NOW_S + 301, soc: 2 },
+    ]);
+    expect(result.body).toEqual({ stored: 1, droppedCount: 1, dropped: [`samples[1]: utc ${NOW_S + 301} is in the future`] });
+    expect(result.rows.map((row) => row.utc)).toEqual([NOW_S + 300]);
+  });
+
+  test('utc is usable from 2000-01-01T00:00:00Z', async () => {
+    const result = await postSamples([{ utc: 946_684_800, soc: 1 }]);
+    expect(result.body).toEqual({ stored: 1, droppedCount: 0, dropped: [] });
+  });
+
+  test('one log line with the installation, the count and the first 20 descriptions, no location', async () => {
+    const samples = [{ utc: UTC, lat: 41.0123, soc: 140 }, ...Array.from({ length: 24 }, () => 'x')];
+    const { installationId } = await postSamples(samples);
+    const lines = service.log.lines.filter((line) => line.includes('telemetry.dropped') && line.includes(installationId));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('count=27');
+    expect(lines[0]).toContain('samples[0].lat: unusable without lon');
+    expect(lines[0]).toContain('samples[17]: not an object');
+    expect(lines[0]).not.toContain('samples[18]');
+    expect(lines[0]).not.toContain('41.0123');
+  });
+
+  test('nothing is logged when nothing was dropped', async () => {
+    const { installationId } = await postSamples([{ utc: UTC, soc: 1 }]);
+    expect(service.log.lines.filter((line) => line.includes(installationId))).toEqual([]);
+  });
+});
+
+describe('refusing a batch', () => {
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['installationId missing', { installationId: undefined, samples: [] }, 'installationId must be a UUID'],
+    ['installationId not a UUID', { installationId: 'car-1', samples: [] }, 'installationId must be a UUID'],
+    ['installationId a number', { installationId: 5, samples: [] }, 'installationId must be a UUID'],
+    ['samples missing', {}, 'samples must be an array'],
+    ['samples an object', { samples: { 0: { utc: UTC, soc: 1 } } }, 'samples must be an array'],
+    ['plannerSentUtc negative', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: -1 }, 'plannerSentUtc must be a non-negative integer'],
+    ['plannerSentUtc not whole', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 1.5 }, 'plannerSentUtc must be a non-negative integer'],
+    ['plannerSentUtc a string', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: '5' }, 'plannerSentUtc must be a non-negative integer'],
+    ['plannerSentUtc beyond 2^53', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 }, 'plannerSentUtc must be a non-negative integer'],
+  ];
+
+  test.each(cases)('%s is 400 naming the field, nothing stored', async (_name, fields, error) => {
+    const installationId = freshInstallation();
+    const body = { installationId, ...fields };
+    expect(await post(body)).toEqual({ status: 400, body: { error } });
+    expect(countRows(installationId)).toBe(0);
+  });
+
+  test('plannerSentUtc null is absent', async () => {
+    const installationId = freshInstallation();
+    expect((await post({ installationId, samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: null })).status).toBe(200);
+  });
+
+  test('a body that is not JSON, or not an object, is 400', async () => {
+    expect(await post('{"installationId":')).toEqual({ status: 400, body: { error: 'body is not valid JSON' } });
+    expect(await post([{ installationId: INSTALLATION, samples: [] }])).toEqual({
+      status: 400,
+      body: { error: 'body must be a JSON object' },
+    });
+  });
+
+  test('no token is 401, nothing stored', async () => {
+    const installationId = freshInstallation();
+    expect(await post({ installationId, samples: [{ utc: UTC, soc: 1 }] }, null)).toEqual({
+      status: 401,
+      body: { error: 'unauthorized' },
+    });
+    expect(countRows(installationId)).toBe(0);
+  });
+
+  test("a paired car's token for another installation is 403, nothing stored; its own is accepted", async () => {
+    const token = 'd'.repeat(43);
+    const hash = tokenHash(token);
+    await service.storage.committer.write('insertDevice', {
+      id: 'device-1',
+      installationId: INSTALLATION,
+      name: null,
+      tokenHash: hash,
+      createdAt: NOW_MS,
+    });
+    service.devices.add(hash, { id: 'device-1', installationId: INSTALLATION });
+    const samples = [{ utc: UTC, soc: 1 }];
+    expect(await post({ installationId: OTHER_INSTALLATION, samples }, token)).toEqual({
+      status: 403,
+      body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
+    });
+    expect(countRows(OTHER_INSTALLATION)).toBe(0);
+    const own = await post({ installationId: INSTALLATION.toUpperCase(), samples }, token);
+    expect(own).toEqual({ status: 200, body: { stored: 1, droppedCount: 0, dropped: [] } });
+    expect(countRows(INSTALLATION)).toBe(1);
+  });
+});
+
+describe('hand-off to the planner forwarder', () => {
+  test('only installations with usable stored samples are handed off, after the commit', async () => {
+    handOff.stored.length = 0;
+    const usable = freshInstallation();
+    const unusable = freshInstallation();
+    const empty = freshInstallation();
+    await post({ installationId: unusable, samples: [{ utc: UTC, soc: 500 }, 7] });
+    await post({ installationId: empty, samples: [] });
+    await post({ installationId: usable.toUpperCase(), samples: [{ utc: UTC, soc: 5 }, { soc: 1 }] });
+    expect(handOff.stored).toEqual([usable]);
+  });
+
+  test('not handed off when validation or ownership fails', async () => {
+    handOff.stored.length = 0;
+    await post({ installationId: 'nope', samples: [{ utc: UTC, soc: 5 }] });
+    expect(handOff.stored).toEqual([]);
+  });
+
+  const stateCases: [string, boolean, number | undefined, number[]][] = [
+    ['forwarding off: nothing pending', false, UTC + 1, [0, 0, 0]],
+    ['forwarding on, plannerSentUtc absent: all pending', true, undefined, [1, 1, 1]],
+    ['forwarding on, plannerSentUtc 0: all pending', true, 0, [1, 1, 1]],
+    ['forwarding on: only samples after plannerSentUtc pending', true, UTC + 1, [0, 0, 1]],
+  ];
+
+  test.each(stateCases)('%s', async (_name, forward, plannerSentUtc, states) => {
+    const installationId = freshInstallation();
+    if (forward) handOff.forwarded.push(installationId);
+    const samples = [0, 1, 2].map((offset) => ({ utc: UTC + offset, soc: 50 }));
+    expect((await post({ installationId, plannerSentUtc, samples })).status).toBe(200);
+    expect(rowsOf(installationId).map((row) => row.planner_state)).toEqual(states);
+  });
+
+  test('two copies of a batch committed in one group make each sample pending once', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    const body = { installationId, samples: [{ utc: UTC, soc: 1 }] };
+    const answers = await Promise.all([post(body), post(body)]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(rowsOf(installationId).map((row) => row.planner_state)).toEqual([1]);
+  });
+});
+
+describe('the validator alone, with a fixed clock', () => {
+  test('the future limit follows the clock it is given', () => {
+    const body = { installationId: INSTALLATION, samples: [{ utc: NOW_S + 300, soc: 1 }] };
+    expect(validateBatch(body, NOW_MS).rows).toHaveLength(1);
+    expect(validateBatch(body, NOW_MS - 1000).dropped).toEqual([`samples[0]: utc ${NOW_S + 300} is in the future`]);
+  });
+
+  test('rows hold utc then the fields in table order, flags as 0/1', () => {
+    const { rows } = validateBatch({ installationId: INSTALLATION, samples: [{ is_charging: false, utc: UTC, soc: 3 }] }, NOW_MS);
+    expect(rows[0]!.slice(0, 2)).toEqual([UTC, 3]);
+    expect(rows[0]![9]).toBe(0); // is_charging: after soc, soh, power, speed, lat, lon, elevation, heading
+  });
+});
+
+/** Gives an empty placeholder a usable sample of its own, so only the case's sample drops something. */
+function fill(sample: unknown, index: number): unknown {
+  if (typeof sample !== 'object' || sample === null) return sample;
+  return Object.keys(sample).length === 0 ? { utc: UTC + index, speed: 1 } : sample;
+}
