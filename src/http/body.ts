@@ -16,15 +16,22 @@ export async function readBody(
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > cap) throw tooLarge();
   if (request.body === null) return new Uint8Array(0);
-  // HTTP framing holds a body with a declared length to that length: read it in one piece.
-  if (declared !== null) return readDeclared(request, cap);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
   let timer: Timer | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(tooSlow()), deadlineMs);
   });
+  try {
+    // HTTP framing holds a body with a declared length to that length: read it in one piece.
+    return await (declared !== null ? readDeclared(request, cap, deadline) : readChunked(request, cap, deadline));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readChunked(request: Request, cap: number, deadline: Promise<never>): Promise<Uint8Array> {
+  const reader = request.body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
@@ -34,22 +41,19 @@ export async function readBody(
       chunks.push(value);
     }
   } catch (error) {
-    if (error instanceof HttpError) {
-      reader.cancel().catch(() => {});
-      throw error;
-    }
+    reader.cancel().catch(() => {});
+    if (error instanceof HttpError) throw error;
     throw badRequest(messages.bodyUnreadable);
-  } finally {
-    clearTimeout(timer);
   }
   return concat(chunks, length);
 }
 
-async function readDeclared(request: Request, cap: number): Promise<Uint8Array> {
+async function readDeclared(request: Request, cap: number, deadline: Promise<never>): Promise<Uint8Array> {
   let bytes: Uint8Array;
   try {
-    bytes = new Uint8Array(await request.arrayBuffer());
-  } catch {
+    bytes = new Uint8Array(await Promise.race([request.arrayBuffer(), deadline]));
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
     throw badRequest(messages.bodyUnreadable);
   }
   if (bytes.byteLength > cap) throw tooLarge(); // a Request built in-process may not keep its word

@@ -3,7 +3,7 @@ import { readBody } from '../../src/http/body.ts';
 import { HttpError } from '../../src/http/errors.ts';
 
 /** A request whose body sends one byte every `everyMs`, forever (until cancelled). */
-function tricklingRequest(everyMs: number): { request: Request; cancelled: Promise<void> } {
+function tricklingRequest(everyMs: number, headers: Record<string, string> = {}): { request: Request; cancelled: Promise<void> } {
   let timer: Timer;
   let onCancel!: () => void;
   const cancelled = new Promise<void>((resolve) => (onCancel = resolve));
@@ -16,7 +16,7 @@ function tricklingRequest(everyMs: number): { request: Request; cancelled: Promi
       onCancel();
     },
   });
-  return { request: new Request('http://localhost/v1/telemetry', { method: 'POST', body }), cancelled };
+  return { request: new Request('http://localhost/v1/telemetry', { method: 'POST', body, headers }), cancelled };
 }
 
 test('a body that trickles past the read deadline is refused with 400 and Connection: close, and its stream cancelled', async () => {
@@ -25,6 +25,12 @@ test('a body that trickles past the read deadline is refused with 400 and Connec
   expect(error).toBeInstanceOf(HttpError);
   expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
   await cancelled;
+});
+
+test('a body of declared length that trickles is cut off by the same deadline', async () => {
+  const { request } = tricklingRequest(20, { 'content-length': '1000' });
+  const error = await readBody(request, 524_288, 300).catch((caught: unknown) => caught);
+  expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
 });
 
 test('a body that arrives within the deadline is read whole', async () => {
