@@ -18,6 +18,8 @@ export function compiledBinary(): Promise<string> {
   return built;
 }
 
+let starts = 0;
+
 export interface RunningBinary {
   url: URL;
   process: Bun.Subprocess;
@@ -32,7 +34,7 @@ export interface RunningBinary {
  * Standard output goes to a file in `cwd`, so that reading it costs the process under test nothing.
  */
 export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
-  const logPath = join(cwd, 'ev-ingest.stdout.log');
+  const logPath = join(cwd, `ev-ingest.${++starts}.stdout.log`); // one per start: a restart must not read the last one's address
   const child = Bun.spawn([binary], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
