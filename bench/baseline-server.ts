@@ -1,13 +1,15 @@
 /**
- * The benchmark's baseline: a bare `Bun.serve` that parses the same JSON and answers the same shape,
- * without auth, validation or storage. Prints `address=<url>` once listening.
+ * The benchmarks' baseline: a bare `Bun.serve` in its own process answering what the service answers
+ * (GET: the health answer; POST: the telemetry answer's shape), doing the least the same request needs
+ * (parse the JSON of a POST), without auth, validation or storage. Prints `address=<url>` once listening.
  */
 const server = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
   async fetch(request) {
-    const batch = (await request.json()) as { samples: unknown[] };
-    return Response.json({ stored: batch.samples.length, droppedCount: 0, dropped: [] });
+    if (request.method === 'GET') return Response.json({ status: 'ok' });
+    const body = (await request.json()) as { samples?: unknown[] };
+    return Response.json({ stored: body.samples?.length ?? 0, droppedCount: 0, dropped: [] });
   },
 });
 console.log(`address=${server.url.href}`);

@@ -1,4 +1,5 @@
--- wrk script for POST /v1/telemetry: arguments after `--` are <samples per batch> <run id> <token>.
+-- wrk script for POST /v1/telemetry: arguments after `--` are <samples per batch> <run id>; bench/lib.ts
+-- puts the Authorization header in front of it and the RESULT report after it.
 -- Every request holds new (installation, utc) keys, so rows are really inserted; each wrk thread
 -- rotates over 16 installation ids of its own.
 local nextThread = 0
@@ -7,13 +8,13 @@ function setup(thread)
   nextThread = nextThread + 1
 end
 
-local batchSize, run, headers
+wrk.headers["Content-Type"] = "application/json"
+local batchSize, run
 local counter = 0
 
 function init(args)
   batchSize = tonumber(args[1])
   run = tonumber(args[2])
-  headers = { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. args[3] }
 end
 
 function request()
@@ -31,12 +32,5 @@ function request()
       utc % 300, 12.5, 25.5, 12000 + utc % 10000)
   end
   local body = '{"installationId":"' .. id .. '","plannerSentUtc":0,"samples":[' .. table.concat(samples, ",") .. ']}'
-  return wrk.format("POST", "/v1/telemetry", headers, body)
-end
-
-function done(summary, latency, requests)
-  io.write(string.format(
-    'RESULT {"requests":%d,"durationUs":%d,"p50Us":%d,"p99Us":%d,"non2xx":%d,"socketErrors":%d}\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+  return wrk.format("POST", "/v1/telemetry", nil, body)
 end

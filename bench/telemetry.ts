@@ -1,186 +1,127 @@
 /**
- * Load test of POST /v1/telemetry against the compiled binary on a temporary file database, next to
- * a bare Bun.serve baseline in the same run (alternating, repeated), then the server's RSS after it
- * has stored many samples. Run: `bun bench/telemetry.ts`.
+ * Telemetry benchmark: POST /v1/telemetry of the compiled binary in batches of 1, 10 and 100 samples
+ * (bench/telemetry.lua makes every request store new rows), alternating with the bare `Bun.serve`
+ * baseline in the same run, then the service's RSS once it has stored many samples.
+ * Run: `bun bench/telemetry.ts` (or `bun run bench`, which runs every benchmark).
  *
- * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_REPEATS (default 2),
- * BENCH_RSS_SAMPLES (samples to store before reading RSS, default 5000000),
- * BENCH_RSS_MAX_SECONDS (time allowed for that, default 240), DURABILITY (default full).
+ * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (alternating runs of each side per
+ * batch size, default 2), BENCH_RSS_SAMPLES (samples stored before reading RSS, default 5000000),
+ * BENCH_RSS_MAX_SECONDS (time allowed for filling up to that, default 240), DURABILITY (of the
+ * service, default full). Raw figures go to bench/results/telemetry-<time>.json.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Database } from 'bun:sqlite';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  alternate,
+  buildBinary,
+  knob,
+  LUA_AUTHORIZATION,
+  memoryMiB,
+  medianRun,
+  startBaseline,
+  startService,
+  wrk,
+  type LoadResult,
+} from './lib.ts';
 
-const root = join(import.meta.dir, '..');
-const binary = join(root, 'dist/ev-ingest');
-const luaScript = join(import.meta.dir, 'telemetry.lua');
-const TOKEN = 'bench-token-0123456789abcdefghij';
 const CONNECTIONS = 32;
 const BATCH_SIZES = [1, 10, 100];
-const seconds = Number(process.env.BENCH_SECONDS ?? 8);
-const repeats = Number(process.env.BENCH_REPEATS ?? 2);
-const rssSamples = Number(process.env.BENCH_RSS_SAMPLES ?? 5_000_000);
-const rssMaxSeconds = Number(process.env.BENCH_RSS_MAX_SECONDS ?? 240);
-const durability = process.env.DURABILITY ?? 'full';
-
-interface WrkResult {
-  requests: number;
-  durationUs: number;
-  p50Us: number;
-  p99Us: number;
-  non2xx: number;
-  socketErrors: number;
-}
-
-interface Server {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-/** Builds the binary when it is missing or older than a source file. */
-async function ensureBinary(): Promise<void> {
-  if (existsSync(binary) && newestSource(join(root, 'src')) < statSync(binary).mtimeMs) return;
-  console.log('building dist/ev-ingest …');
-  const build = Bun.spawn(['bun', 'run', 'build'], { cwd: root, stdout: 'ignore', stderr: 'inherit' });
-  if ((await build.exited) !== 0) throw new Error('bun run build failed');
-}
-
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** Starts a process whose stdout goes to a file, and waits for its `address=` line. */
-async function start(command: string[], env: Record<string, string>, logPath: string): Promise<Server> {
-  const child = Bun.spawn(command, { env: { ...process.env, ...env }, stdout: Bun.file(logPath), stderr: 'inherit' });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const address = /address=(\S+)/.exec(existsSync(logPath) ? readFileSync(logPath, 'utf8') : '')?.[1];
-    if (address) {
-      return {
-        url: address.replace(/\/$/, ''),
-        pid: child.pid,
-        stop: async () => {
-          child.kill('SIGTERM');
-          await child.exited;
-        },
-      };
-    }
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${command[0]} did not start; see ${logPath}`);
-    await Bun.sleep(50);
-  }
-}
+const FILL_BATCH_SIZE = 100;
+const SECONDS = knob('BENCH_SECONDS', 8);
+const ROUNDS = knob('BENCH_ROUNDS', 2);
+const RSS_SAMPLES = knob('BENCH_RSS_SAMPLES', 5_000_000);
+const RSS_MAX_SECONDS = knob('BENCH_RSS_MAX_SECONDS', 240);
+const DURABILITY = process.env.DURABILITY ?? 'full';
+const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'telemetry.lua')).text());
 
 let runId = 0;
 
-async function wrk(url: string, batchSize: number, durationS: number): Promise<WrkResult> {
+/** One wrk run of `batchSize`-sample batches; every run writes under installation ids of its own. */
+async function load(target: string, url: URL, batchSize: number, seconds = SECONDS): Promise<LoadResult> {
   runId += 1;
-  const child = Bun.spawn(
-    ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${durationS}s`, '-s', luaScript, `${url}/v1/telemetry`, '--', String(batchSize), String(runId), TOKEN],
-    { stdout: 'pipe', stderr: 'inherit' },
-  );
-  const output = await new Response(child.stdout).text();
-  await child.exited;
-  const line = /RESULT (.*)/.exec(output)?.[1];
-  if (!line) throw new Error(`wrk gave no result:\n${output}`);
-  return JSON.parse(line) as WrkResult;
+  const result = await wrk(new URL('/v1/telemetry', url), {
+    connections: CONNECTIONS,
+    seconds,
+    script: SCRIPT,
+    args: [String(batchSize), String(runId)],
+  });
+  if (result.non2xx > 0 || result.errors > 0) {
+    console.log(`  warning: ${target} ${batchSize}: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
+  }
+  return result;
 }
 
-function rssMb(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-}
+const fmt = (value: number, digits = 0) =>
+  value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const fmt = (value: number, digits = 0) => value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-
-async function main() {
-  await ensureBinary();
-  const dir = mkdtempSync(join(tmpdir(), 'ev-ingest-bench-'));
-  const databasePath = join(dir, 'bench.db');
-  const service = await start(
-    [binary],
-    { INGEST_TOKEN: TOKEN, DATABASE_PATH: databasePath, HOST: '127.0.0.1', PORT: '0', DURABILITY: durability, LOG_LEVEL: 'info' },
-    join(dir, 'service.log'),
+if (import.meta.main) {
+  await buildBinary();
+  const service = await startService({ DURABILITY });
+  const baseline = await startBaseline();
+  const database = new Database(service.databasePath, { readonly: true });
+  const stored = () => database.query<{ n: number }, []>('SELECT count(*) AS n FROM samples').get()!.n;
+  console.log(
+    `# telemetry: durability ${DURABILITY}, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
   );
-  const baseline = await start(['bun', join(import.meta.dir, 'baseline-server.ts')], {}, join(dir, 'baseline.log'));
-  console.log(`service ${service.url} (durability ${durability}), baseline ${baseline.url}; ${CONNECTIONS} connections, ${seconds} s per run, ${repeats} repeats`);
-
-  const results: Record<string, { service: WrkResult[]; baseline: WrkResult[] }> = {};
-  let serviceRequests = 0;
   try {
+    const results: Record<number, { service: LoadResult[]; baseline: LoadResult[] }> = {};
     for (const batchSize of BATCH_SIZES) {
-      const runs = (results[batchSize] = { service: [] as WrkResult[], baseline: [] as WrkResult[] });
-      for (let repeat = 0; repeat < repeats; repeat++) {
-        // Alternate which goes first, so neither always runs on a warmer or cooler machine.
-        const order = repeat % 2 === 0 ? (['service', 'baseline'] as const) : (['baseline', 'service'] as const);
-        for (const target of order) {
-          const result = await wrk(target === 'service' ? service.url : baseline.url, batchSize, seconds);
-          if (result.non2xx > 0 || result.socketErrors > 0) {
-            console.log(`  warning: ${target} ${batchSize}: ${result.non2xx} non-2xx, ${result.socketErrors} socket errors`);
-          }
-          if (target === 'service') serviceRequests += result.requests * batchSize;
-          runs[target].push(result);
-        }
-      }
+      const [ours, bare] = await alternate(
+        ROUNDS,
+        () => load('service', service.url, batchSize),
+        () => load('baseline', baseline.url, batchSize),
+      );
+      results[batchSize] = { service: ours, baseline: bare };
     }
 
+    const summary: Record<number, { service: LoadResult; baseline: LoadResult }> = {};
     console.log('\nbatch  target     batches/s    samples/s   p50 ms   p99 ms   vs baseline');
-    const summary: Record<string, unknown> = {};
     for (const batchSize of BATCH_SIZES) {
-      const rows: Record<string, { rate: number; p50: number; p99: number }> = {};
-      for (const target of ['service', 'baseline'] as const) {
-        const runs = results[batchSize]![target];
-        rows[target] = {
-          rate: median(runs.map((r) => r.requests / (r.durationUs / 1e6))),
-          p50: median(runs.map((r) => r.p50Us / 1000)),
-          p99: median(runs.map((r) => r.p99Us / 1000)),
-        };
-      }
-      for (const target of ['service', 'baseline'] as const) {
-        const { rate, p50, p99 } = rows[target]!;
-        const ratio = target === 'service' ? `${fmt(rate / rows.baseline!.rate, 2)}` : '';
+      const ours = medianRun(results[batchSize]!.service);
+      const bare = medianRun(results[batchSize]!.baseline);
+      summary[batchSize] = { service: ours, baseline: bare };
+      for (const [target, run] of [['service', ours], ['baseline', bare]] as const) {
+        const ratio = run === ours ? fmt(ours.requestsPerSecond / bare.requestsPerSecond, 2) : '';
         console.log(
-          `${String(batchSize).padStart(5)}  ${target.padEnd(9)} ${fmt(rate).padStart(10)} ${fmt(rate * batchSize).padStart(12)} ${fmt(p50, 2).padStart(8)} ${fmt(p99, 2).padStart(8)}   ${ratio}`,
+          `${String(batchSize).padStart(5)}  ${target.padEnd(9)} ${fmt(run.requestsPerSecond).padStart(10)} ` +
+            `${fmt(run.requestsPerSecond * batchSize).padStart(12)} ${fmt(run.p50Ms, 2).padStart(8)} ` +
+            `${fmt(run.p99Ms, 2).padStart(8)}   ${ratio}`,
         );
       }
-      summary[batchSize] = rows;
     }
 
-    const stored = () => new Database(databasePath, { readonly: true }).query<{ n: number }, []>('SELECT count(*) AS n FROM samples').get()!.n;
-    const afterRuns = stored();
-    console.log(`\nrows stored by the runs: ${fmt(afterRuns)} (samples sent with a 200: ${fmt(serviceRequests)})`);
+    const sent = BATCH_SIZES.reduce(
+      (sum, batchSize) =>
+        sum + results[batchSize]!.service.reduce((runs, run) => runs + (run.requests - run.non2xx) * batchSize, 0),
+      0,
+    );
+    console.log(`\nrows stored by the runs: ${fmt(stored())} (samples sent with a 2xx answer: ${fmt(sent)})`);
 
     // Fill up to the RSS target with 100-sample batches, within the time allowed.
-    const fillStarted = Date.now();
-    let count = afterRuns;
-    while (count < rssSamples && (Date.now() - fillStarted) / 1000 < rssMaxSeconds) {
-      await wrk(service.url, 100, 15);
+    const fillStarted = performance.now();
+    const fillSeconds = () => (performance.now() - fillStarted) / 1000;
+    let count = stored();
+    while (count < RSS_SAMPLES && fillSeconds() < RSS_MAX_SECONDS) {
+      await load('service', service.url, FILL_BATCH_SIZE, Math.ceil(Math.min(15, RSS_MAX_SECONDS - fillSeconds())));
       count = stored();
     }
-    const memory = rssMb(service.pid);
+    const memory = await memoryMiB(service.process.pid);
     console.log(
-      `server RSS after ${fmt(count)} stored samples: ${fmt(memory.rss, 1)} MB (peak ${fmt(memory.peak, 1)} MB); ` +
-        `database ${fmt(statSync(databasePath).size / 2 ** 20, 0)} MB` +
-        (count < rssSamples ? ` (fewer than ${fmt(rssSamples)}: the fill stopped after ${rssMaxSeconds} s)` : ''),
+      `server RSS after ${fmt(count)} stored samples: ${fmt(memory.rss, 1)} MiB (peak ${fmt(memory.peak, 1)} MiB); ` +
+        `database ${fmt(statSync(service.databasePath).size / 2 ** 20)} MiB` +
+        (count < RSS_SAMPLES ? ` (fewer than ${fmt(RSS_SAMPLES)}: the fill stopped after ${RSS_MAX_SECONDS} s)` : ''),
     );
 
     mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
     const resultPath = join(import.meta.dir, 'results', `telemetry-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(resultPath, JSON.stringify({ durability, seconds, repeats, connections: CONNECTIONS, summary, results, rss: { samples: count, ...memory } }, null, 2));
+    const rss = { samples: count, ...memory };
+    const settings = { durability: DURABILITY, seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS };
+    writeFileSync(resultPath, JSON.stringify({ ...settings, summary, results, rss }, null, 2));
     console.log(`raw figures: ${resultPath}`);
   } finally {
+    database.close();
     await service.stop();
     await baseline.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
-
-await main();

@@ -28,7 +28,7 @@ CREATE TABLE `consumption_chunks` (
 	`hours` real NOT NULL,
 	`soc_drop` real NOT NULL,
 	`soh_percent` real,
-	PRIMARY KEY(`installation_id`, `recorded_at`)
+	PRIMARY KEY(`recorded_at`, `installation_id`)
 );
 --> statement-breakpoint
 CREATE INDEX `consumption_chunks_soh` ON `consumption_chunks` (`installation_id`,`date`,`recorded_at`) WHERE "consumption_chunks"."soh_percent" IS NOT NULL;--> statement-breakpoint
@@ -96,7 +96,7 @@ CREATE TABLE `samples` (
 	`tire_pressure_rr` real,
 	`car_model` text,
 	`planner_state` integer DEFAULT 0 NOT NULL,
-	PRIMARY KEY(`installation_id`, `utc`)
+	PRIMARY KEY(`utc`, `installation_id`)
 );
 --> statement-breakpoint
 CREATE INDEX `samples_planner_pending` ON `samples` (`installation_id`,`utc`) WHERE "samples"."planner_state" = 1;

@@ -42,6 +42,10 @@ export const limits = {
   lockoutMs: 60_000,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
+  /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */
+  bodyReadMs: 30_000,
+  /** Seconds a connection may stay silent (no byte either way) before it is closed (Bun.serve idleTimeout). */
+  idleTimeoutSeconds: 10,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */

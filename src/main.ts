@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 /** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
 import { ConfigError, readEnvironment, serveConfig } from './config.ts';
+import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
 import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
 import { createLogger } from './log.ts';
@@ -12,13 +13,14 @@ const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric car
 Usage:
   ev-ingest                      serve (configuration from the environment and ./.env)
 ${DEVICES_USAGE}
+${BACKUP_USAGE}
   ev-ingest --help               print this help
   ev-ingest --version            print the version
 
 Configuration: INGEST_TOKEN (required, at least 24 characters), APPROVAL_PASSWORD, PUBLIC_URL,
 TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL, PLANNER_API_KEY, PLANNER_TOKEN,
-PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept <NAME>_FILE. The devices commands
-need only DATABASE_PATH. See README.md.
+PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept <NAME>_FILE. The devices and backup
+commands need only DATABASE_PATH. See README.md.
 `;
 
 async function main(args: string[]): Promise<number> {
@@ -37,6 +39,8 @@ async function main(args: string[]): Promise<number> {
       return runServer();
     case 'devices':
       return devicesCommand(args.slice(1));
+    case 'backup':
+      return backupCommand(args.slice(1));
     default:
       process.stderr.write(`ev-ingest: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
       return 2;

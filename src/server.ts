@@ -65,6 +65,9 @@ export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'p
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
     // before the token check.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    // Closes connections silent this long; it resets on every byte, so a trickling body is cut off by
+    // the body reader's deadline instead, and trickling headers only by a reverse proxy (README).
+    idleTimeout: limits.idleTimeoutSeconds,
     fetch(request) {
       const started = performance.now();
       const logged = (response: Response) => {

@@ -85,3 +85,64 @@ describe('serving', () => {
     );
   });
 });
+
+describe('shutdown', () => {
+  test('SIGTERM lets a request in flight finish and commit, then exits 0', async () => {
+    const cwd = tempDir();
+    const path = join(cwd, 'ev.db');
+    const server = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: path }, cwd);
+    const body = JSON.stringify({
+      installationId: '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01',
+      samples: [{ utc: Math.floor(Date.now() / 1000), soc: 50 }],
+    });
+    let sendRest!: () => void;
+    const rest = new Promise<void>((resolve) => (sendRest = resolve));
+    // The body arrives in two parts; the signal comes between them.
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode(body.slice(0, 20)));
+        await rest;
+        controller.enqueue(new TextEncoder().encode(body.slice(20)));
+        controller.close();
+      },
+    });
+    const answer = fetch(new URL('/v1/telemetry', server.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    await Bun.sleep(100);
+    const exited = server.stop('SIGTERM');
+    await Bun.sleep(100);
+    sendRest();
+    const response = await answer;
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ stored: 1, droppedCount: 0, dropped: [] });
+    expect(await exited).toBe(0);
+    const db = new Database(path, { readonly: true });
+    expect(db.query('SELECT soc FROM samples').all()).toEqual([{ soc: 50 }]);
+    db.close();
+  });
+});
+
+test('a restart on the same database keeps what was answered', async () => {
+  const cwd = tempDir();
+  const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
+  const installationId = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
+  const headers = { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' };
+  const chunk = { installationId, recordedAt: 1_764_080_000_123, date: '2026-11-25', day: { km: 12.5, kwh: 2, hours: 0.25, socDrop: 3 } };
+
+  const first = await startBinary(binary, env, cwd);
+  const put = await fetch(new URL('/v1/consumption/daily', first.url), { method: 'PUT', headers, body: JSON.stringify(chunk) });
+  expect(put.status).toBe(204);
+  expect(await first.stop('SIGKILL')).not.toBe(0); // no clean shutdown: the answered write must still be there
+
+  const second = await startBinary(binary, env, cwd);
+  const history = await fetch(new URL(`/v1/consumption/history/${installationId}`, second.url), { headers });
+  expect(await history.json()).toEqual({
+    records: [{ date: '2026-11-25', day: chunk.day, lifetime: chunk.day }],
+    lifetime: chunk.day,
+  });
+  expect(await second.stop()).toBe(0);
+});

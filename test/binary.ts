@@ -18,6 +18,8 @@ export function compiledBinary(): Promise<string> {
   return built;
 }
 
+let starts = 0;
+
 export interface RunningBinary {
   url: URL;
   process: Bun.Subprocess;
@@ -29,10 +31,10 @@ export interface RunningBinary {
 
 /**
  * Starts the binary and waits for its `started` line, which names the address it listens on.
- * Standard output goes to a file, so that reading it costs the process under test nothing.
+ * Standard output goes to a file in `cwd`, so that reading it costs the process under test nothing.
  */
 export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
-  const logPath = join(tempDir('ev-ingest-log-'), 'stdout.log');
+  const logPath = join(cwd, `ev-ingest.${++starts}.stdout.log`); // one per start: a restart must not read the last one's address
   const child = Bun.spawn([binary], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },

@@ -1,7 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 
-/** Chunks as the car sent them, keyed by (installation, recordedAt): a re-sent chunk replaces. */
+/**
+ * Chunks as the car sent them, keyed by (installation, recordedAt): a re-sent chunk replaces. The key
+ * leads with the time so that the chunks of all cars append at one end of the b-tree (see samples).
+ */
 export const consumptionChunks = sqliteTable(
   'consumption_chunks',
   {
@@ -15,7 +18,7 @@ export const consumptionChunks = sqliteTable(
     sohPercent: real('soh_percent'),
   },
   (table) => [
-    primaryKey({ columns: [table.installationId, table.recordedAt] }),
+    primaryKey({ columns: [table.recordedAt, table.installationId] }),
     // Finds a day's newest chunk that carried a state of health without reading the day's chunks.
     index('consumption_chunks_soh')
       .on(table.installationId, table.date, table.recordedAt)

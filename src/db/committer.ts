@@ -53,6 +53,7 @@ export class Committer {
   private closing: Promise<void> | null = null;
   private broken: Error | null = null;
   private idleWaiters: (() => void)[] = [];
+  private pragmaWaiters: Pending[] = [];
   readonly stats: CommitterStats = { groups: 0, writes: 0 };
 
   private constructor(
@@ -95,6 +96,19 @@ export class Committer {
     });
   }
 
+  /**
+   * Fault seam: runs `PRAGMA <pragma>` on the writer's own connection, after the group in flight.
+   * For tests and fault drills only (checking `synchronous`, filling the disk with `max_page_count`).
+   */
+  writerPragma(pragma: string): Promise<unknown[]> {
+    if (!/^[a-z_]+( = \d+)?$/.test(pragma)) return Promise.reject(new Error(`not a simple pragma: ${pragma}`));
+    if (this.closing || this.broken) return Promise.reject(this.broken ?? new Error('the writer is closed'));
+    return new Promise((resolve, reject) => {
+      this.pragmaWaiters.push({ write: { op: 'pragma', args: pragma }, resolve: resolve as (value: unknown) => void, reject });
+      post(this.worker, { type: 'pragma', pragma });
+    });
+  }
+
   /** Resolves once every write handed in so far has been answered. */
   idle(): Promise<void> {
     if (!this.inFlight && this.queue.length === 0) return Promise.resolve();
@@ -125,6 +139,7 @@ export class Committer {
   }
 
   private onMessage(message: FromWriter): void {
+    if (message.type === 'pragma') return this.onPragma(message);
     if (message.type !== 'done' || !this.inFlight) return;
     const group = this.inFlight;
     this.inFlight = null;
@@ -139,9 +154,15 @@ export class Committer {
     this.notifyIfIdle();
   }
 
+  private onPragma({ rows, error }: Extract<FromWriter, { type: 'pragma' }>): void {
+    const waiter = this.pragmaWaiters.shift();
+    if (rows) waiter?.resolve(rows);
+    else waiter?.reject(new Error(error));
+  }
+
   private onCrash(error: Error): void {
     this.broken = error;
-    const lost = [...(this.inFlight ?? []), ...this.queue];
+    const lost = [...(this.inFlight ?? []), ...this.queue, ...this.pragmaWaiters.splice(0)];
     this.inFlight = null;
     this.queue = [];
     for (const pending of lost) pending.reject(error);

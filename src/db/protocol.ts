@@ -5,6 +5,7 @@ import type { Outcome, Write } from './group.ts';
 export type ToWriter =
   | { type: 'open'; path: string; durability: Durability }
   | { type: 'group'; writes: Write[] }
+  | { type: 'pragma'; pragma: string }
   | { type: 'close' };
 
 /** Messages from the writer to the main thread. */
@@ -12,4 +13,5 @@ export type FromWriter =
   | { type: 'opened' }
   | { type: 'failed'; message: string }
   | { type: 'done'; outcomes: Outcome[] }
+  | { type: 'pragma'; rows: unknown[] | null; error?: string }
   | { type: 'closed' };

@@ -26,6 +26,13 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
     case 'group':
       self.postMessage({ type: 'done', outcomes: commitGroup(db!, writeOps, message.writes) });
       return;
+    case 'pragma':
+      try {
+        self.postMessage({ type: 'pragma', rows: db!.query(`PRAGMA ${message.pragma}`).all() });
+      } catch (error) {
+        self.postMessage({ type: 'pragma', rows: null, error: (error as Error).message });
+      }
+      return;
     case 'close':
       db?.close();
       db = null;

@@ -55,17 +55,19 @@ const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
 const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, plannerSentUtc, forward, rows }) => {
   const insert = db.query(INSERT_SAMPLE);
   const values: (string | number | null)[] = new Array(insertColumns.length);
+  const stateColumn = insertColumns.length - 1;
+  const { numbers, texts } = rows;
+  const numericWidth = numericColumns.length;
+  const textWidth = textColumns.length;
   values[0] = installationId;
+  // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
   for (let r = 0; r < rows.count; r++) {
-    numericColumns.forEach((column, c) => {
-      const value = rows.numbers[r * numericColumns.length + c]!;
-      values[column + 1] = Number.isNaN(value) ? null : value;
-    });
-    textColumns.forEach((column, c) => {
-      values[column + 1] = rows.texts?.[r * textColumns.length + c] ?? null;
-    });
-    const utc = values[1] as number;
-    values[insertColumns.length - 1] = forward && utc > plannerSentUtc ? PlannerState.pending : PlannerState.none;
+    for (let c = 0; c < numericWidth; c++) {
+      const value = numbers[r * numericWidth + c]!;
+      values[numericColumns[c]! + 1] = value === value ? value : null; // NaN marks an absent value
+    }
+    for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
+    values[stateColumn] = forward && (values[1] as number) > plannerSentUtc ? PlannerState.pending : PlannerState.none;
     insert.run(...values);
   }
   return rows.count;

@@ -1,0 +1,53 @@
+/**
+ * The committer alone, without HTTP: 32 concurrent callers each handing in ten-row telemetry writes,
+ * with FULL durability, `DURABILITY=fast`, and one transaction per write (group size one).
+ */
+import { join } from 'node:path';
+import { openStorage } from '../src/db/storage.ts';
+import { sampleFieldNames } from '../src/telemetry/fields.ts';
+import type { SampleRow } from '../src/telemetry/model.ts';
+import { packRows } from '../src/telemetry/store.ts';
+import { benchDir, knob } from './lib.ts';
+
+const CALLERS = 32;
+const SECONDS = knob('BENCH_SECONDS', 3);
+
+/** Ten samples of one installation at consecutive seconds from `utc`. */
+function tenRows(utc: number): SampleRow[] {
+  return Array.from({ length: 10 }, (_, i) => {
+    const row: SampleRow = [utc + i, ...sampleFieldNames.map(() => null)];
+    row[1] = 71.5; // soc
+    row[3] = 12.3; // power
+    return row;
+  });
+}
+
+async function writesPerSecond(durability: 'full' | 'fast', maxGroupWrites?: number): Promise<number> {
+  const storage = await openStorage({ databasePath: join(benchDir(), 'ev.db'), durability, maxGroupWrites });
+  const deadline = performance.now() + SECONDS * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: CALLERS }, async (_, caller) => {
+      const installationId = `00000000-0000-4000-8000-${String(caller).padStart(12, '0')}`;
+      for (let utc = 1_764_000_000; performance.now() < deadline; utc += 10) {
+        await storage.committer.write('storeSamples', { installationId, plannerSentUtc: 0, forward: false, rows: packRows(tenRows(utc)) });
+        done += 1;
+      }
+    }),
+  );
+  const elapsed = SECONDS;
+  await storage.close();
+  return done / elapsed;
+}
+
+export async function benchCommitter(): Promise<void> {
+  const full = await writesPerSecond('full');
+  const fast = await writesPerSecond('fast');
+  const single = await writesPerSecond('full', 1);
+  console.log(`committer alone, ${CALLERS} callers, ten-row writes:`);
+  console.log(`  FULL, grouped            ${full.toFixed(0).padStart(8)} writes/s (target ≥ 15,000)`);
+  console.log(`  fast (NORMAL), grouped   ${fast.toFixed(0).padStart(8)} writes/s   FULL/fast ${((full / fast) * 100).toFixed(0)}%`);
+  console.log(`  FULL, one per commit     ${single.toFixed(0).padStart(8)} writes/s   grouped/single ${(full / single).toFixed(1)}×`);
+}
+
+if (import.meta.main) await benchCommitter();

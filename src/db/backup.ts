@@ -1,0 +1,73 @@
+/**
+ * `ev-ingest backup FILE`: a consistent copy of the live database, taken on a connection of its own
+ * while the server goes on writing. `VACUUM INTO` reads one WAL snapshot (a plain file copy of a WAL
+ * database would miss or tear the commits still in the -wal file).
+ */
+import { Database } from 'bun:sqlite';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { readEnvironment, storageConfig } from '../config.ts';
+
+export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
+
+type Out = (text: string) => void;
+
+export async function backupCommand(
+  args: string[],
+  out: Out = (text) => process.stdout.write(text),
+  err: Out = (text) => process.stderr.write(text),
+): Promise<number> {
+  if (args.length !== 1 || args[0] === '') {
+    err(`ev-ingest: usage:\n${BACKUP_USAGE}\n`);
+    return 2;
+  }
+  const { databasePath } = storageConfig(readEnvironment());
+  try {
+    const bytes = backupDatabase(databasePath, args[0]!);
+    out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);
+    return 0;
+  } catch (error) {
+    err(`ev-ingest: backup failed: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+/** Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a partial file. */
+export function backupDatabase(source: string, target: string): number {
+  if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
+  if (existsSync(target)) throw new Error(`${target} already exists; choose a new file`);
+  if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
+  // Written under a temporary name, synced, then linked into place: a crash leaves no half backup.
+  const partial = `${target}.partial-${process.pid}`;
+  const db = new Database(source, { readwrite: true, create: false });
+  try {
+    db.run('PRAGMA busy_timeout = 5000');
+    db.query('VACUUM INTO ?').run(partial);
+  } finally {
+    db.close();
+  }
+  try {
+    const check = new Database(partial, { readonly: true });
+    try {
+      const result = check.query<{ quick_check: string }, []>('PRAGMA quick_check').get()?.quick_check;
+      if (result !== 'ok') throw new Error(`the copy failed its check: ${result}`);
+    } finally {
+      check.close();
+    }
+    syncFile(partial);
+    linkSync(partial, target); // fails if `target` appeared meanwhile
+    syncFile(dirname(target));
+    return statSync(target).size;
+  } finally {
+    unlinkSync(partial);
+  }
+}
+
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,102 @@
+/** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
+import { Database } from 'bun:sqlite';
+import { afterAll, expect, test } from 'bun:test';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { answer, INSTALLATION, startTestService, tempDir } from '../support.ts';
+
+const MAIN = resolve(import.meta.dir, '../../src/main.ts');
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+function newDir(): string {
+  const dir = tempDir('ev-ingest-backup-');
+  dirs.push(dir);
+  return dir;
+}
+
+async function runBackup(databasePath: string, file: string) {
+  const child = Bun.spawn([process.execPath, MAIN, 'backup', file], {
+    env: { PATH: process.env.PATH ?? '', DATABASE_PATH: databasePath },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
+
+const chunk = (recordedAt: number) => ({
+  installationId: INSTALLATION,
+  recordedAt,
+  date: '2026-11-25',
+  day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 },
+});
+
+test('a backup taken under load restores to a working database holding every write acknowledged before it', async () => {
+  const service = await startTestService({}, { dir: newDir() });
+  const restoredDir = newDir();
+  const file = join(restoredDir, 'ev-ingest.db');
+  const acknowledged: number[] = [];
+  let sending = true;
+  let next = 1_764_000_000_000;
+  const load = Array.from({ length: 8 }, async () => {
+    while (sending) {
+      const recordedAt = next++;
+      const response = await service.request('PUT', '/v1/consumption/daily', { body: chunk(recordedAt) });
+      expect(response.status).toBe(204);
+      acknowledged.push(recordedAt);
+    }
+  });
+  try {
+    while (acknowledged.length < 300) await Bun.sleep(5);
+    const before = [...acknowledged];
+    const backup = await runBackup(service.config.databasePath, file);
+    const during = acknowledged.length - before.length;
+    sending = false;
+    await Promise.all(load);
+    expect(backup).toMatchObject({ code: 0, stderr: '' });
+    expect(backup.stdout).toStartWith(`backup of ${service.config.databasePath} written to ${file} (`);
+    expect(during).toBeGreaterThan(0); // the server went on writing while the copy was taken
+    expect(readdirSync(restoredDir)).toEqual(['ev-ingest.db']); // one self-contained file, no -wal, no partial
+
+    const restored = await startTestService({}, { dir: restoredDir });
+    try {
+      const stored = new Set(
+        restored.storage.db.query<{ at: number }, []>('SELECT recorded_at AS at FROM consumption_chunks').all().map((row) => row.at),
+      );
+      expect(before.filter((at) => !stored.has(at))).toEqual([]);
+      const history = await answer(await restored.request('GET', `/v1/consumption/history/${INSTALLATION}`));
+      expect(history.status).toBe(200);
+      expect((history.body as { records: { day: { km: number } }[] }).records[0]!.day.km).toBe(stored.size);
+      expect(await answer(await restored.request('PUT', '/v1/consumption/daily', { body: chunk(1) }))).toEqual({ status: 204, body: null });
+      expect(restored.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
+    } finally {
+      await restored.close();
+    }
+  } finally {
+    sending = false;
+    await Promise.all(load);
+    await service.close();
+  }
+});
+
+test('backup refuses a FILE that exists, and a missing database, with a message and exit 1', async () => {
+  const dir = newDir();
+  const source = join(dir, 'live.db');
+  new Database(source).close();
+  const taken = join(dir, 'taken.db');
+  writeFileSync(taken, 'keep me');
+  expect(await runBackup(source, taken)).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${taken} already exists; choose a new file\n` });
+  const missing = join(dir, 'missing.db');
+  expect(await runBackup(missing, join(dir, 'copy.db'))).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: no database at ${missing} (set DATABASE_PATH)\n`,
+  });
+  expect(existsSync(join(dir, 'copy.db'))).toBe(false);
+  expect((await runBackup(source, '')).code).toBe(2);
+});

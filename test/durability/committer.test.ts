@@ -1,0 +1,176 @@
+/**
+ * The committer's promise: a write is answered only once its group has committed, and what was
+ * answered survives a crash of the process (both modes) or of the machine (`full`, by fsync).
+ */
+import { Database } from 'bun:sqlite';
+import { afterAll, describe, expect, test } from 'bun:test';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { WriteError } from '../../src/db/committer.ts';
+import { commitGroup, type WriteOp } from '../../src/db/group.ts';
+import { openDatabase } from '../../src/db/open.ts';
+import { openStorage } from '../../src/db/storage.ts';
+import { tempDir, INSTALLATION } from '../support.ts';
+
+const dir = tempDir('ev-ingest-committer-');
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const device = (id: string) => ({ id, installationId: INSTALLATION, name: null, tokenHash: id, createdAt: 1 });
+
+function deviceIds(path: string): Set<string> {
+  const db = new Database(path, { readonly: true });
+  try {
+    return new Set(db.query<{ id: string }, []>('SELECT id FROM devices').all().map((row) => row.id));
+  } finally {
+    db.close();
+  }
+}
+
+function integrity(path: string): string {
+  const db = new Database(path);
+  try {
+    return db.query<{ integrity_check: string }, []>('PRAGMA integrity_check').get()!.integrity_check;
+  } finally {
+    db.close();
+  }
+}
+
+describe('the writer connection', () => {
+  test.each([
+    ['full', 2],
+    ['fast', 1],
+  ] as const)('DURABILITY=%s runs WAL with synchronous=%d on the writer', async (durability, synchronous) => {
+    const storage = await openStorage({ databasePath: join(dir, `pragmas-${durability}.db`), durability });
+    try {
+      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous }]);
+      expect(await storage.committer.writerPragma('journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  test('the fault seam takes simple pragmas only', async () => {
+    const storage = await openStorage({ databasePath: join(dir, 'seam.db'), durability: 'full' });
+    try {
+      const refused = await storage.committer.writerPragma('synchronous = OFF; DROP TABLE devices').catch((error: Error) => error.message);
+      expect(refused).toBe('not a simple pragma: synchronous = OFF; DROP TABLE devices');
+      expect(await storage.committer.writerPragma('no_such_pragma')).toEqual([]);
+      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 2 }]);
+    } finally {
+      await storage.close();
+    }
+  });
+});
+
+describe('a group', () => {
+  test('one failing write in a group rolls back alone; the others commit in the same group', async () => {
+    const path = join(dir, 'group.db');
+    const storage = await openStorage({ databasePath: path, durability: 'full' });
+    try {
+      await storage.committer.write('insertDevice', device('existing'));
+      const groupsBefore = storage.committer.stats.groups;
+      const results = await Promise.allSettled(
+        ['a', 'b', 'existing', 'c'].map((id) => storage.committer.write('insertDevice', device(id))),
+      );
+      expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      const failure = (results[2] as PromiseRejectedResult).reason;
+      expect(failure).toBeInstanceOf(WriteError);
+      expect(failure).toMatchObject({ scope: 'write', code: 'SQLITE_CONSTRAINT_UNIQUE' });
+      expect(storage.committer.stats.groups - groupsBefore).toBe(1);
+      expect([...deviceIds(path)].sort()).toEqual(['a', 'b', 'c', 'existing']);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  test('a write that throws after writing leaves none of its rows; its neighbours keep theirs', () => {
+    const db = openDatabase(join(dir, 'half.db'), 'full');
+    db.run('CREATE TABLE marks (id TEXT PRIMARY KEY)');
+    const mark: WriteOp<string> = (db, id) => db.query('INSERT INTO marks (id) VALUES (?)').run(id);
+    const ops: Record<string, WriteOp> = {
+      mark,
+      halfThenFail: (db, id: string) => {
+        mark(db, `${id}-1`);
+        mark(db, `${id}-2`);
+        throw new Error('validation found a problem after writing');
+      },
+    };
+    const outcomes = commitGroup(db, ops, [
+      { op: 'mark', args: 'before' },
+      { op: 'halfThenFail', args: 'half' },
+      { op: 'unknownOp', args: null },
+      { op: 'mark', args: 'after' },
+    ]);
+    expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, false, false, true]);
+    expect(outcomes[1]).toEqual({ ok: false, error: { message: 'validation found a problem after writing', code: undefined, scope: 'write' } });
+    expect(db.query('SELECT id FROM marks ORDER BY id').values()).toEqual([['after'], ['before']]);
+    db.close();
+  });
+
+  test('a disk-full error fails the whole group and leaves nothing of it', () => {
+    const db = openDatabase(join(dir, 'full-group.db'), 'full');
+    db.run('CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)');
+    const pages = db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count;
+    db.run(`PRAGMA max_page_count = ${pages}`);
+    const ops: Record<string, WriteOp> = {
+      put: (db, size: number) => db.query('INSERT INTO blobs (data) VALUES (?)').run(new Uint8Array(size)),
+    };
+    const outcomes = commitGroup(db, ops, [
+      { op: 'put', args: 10 },
+      { op: 'put', args: 100_000 },
+      { op: 'put', args: 10 },
+    ]);
+    expect(outcomes.every((outcome) => !outcome.ok && outcome.error.scope === 'group' && outcome.error.code === 'SQLITE_FULL')).toBe(true);
+    expect(db.query('SELECT count(*) AS n FROM blobs').get()).toEqual({ n: 0 });
+    expect(db.inTransaction).toBe(false);
+    db.close();
+  });
+});
+
+/** Runs a child script, SIGKILLs it once `killAfter` lines of stdout arrived; answers every line it printed. */
+async function killMidway(args: string[], killAfter: number): Promise<string[]> {
+  const child = Bun.spawn([process.execPath, ...args], { stdout: 'pipe', stderr: 'inherit' });
+  const lines: string[] = [];
+  let partial = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of child.stdout) {
+    const parts = (partial + decoder.decode(chunk, { stream: true })).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+    if (lines.length >= killAfter && !child.killed) child.kill('SIGKILL');
+  }
+  await child.exited;
+  return lines;
+}
+
+describe('a crash', () => {
+  test('SIGKILL in the middle of a group loses exactly that unanswered group', async () => {
+    const path = join(dir, 'mid-group.db');
+    const lines = await killMidway([join(import.meta.dir, 'group-crash-child.ts'), path], Infinity);
+    expect(lines).toEqual(['first group committed']);
+    const db = new Database(path, { readonly: true });
+    expect(db.query('SELECT id FROM marks ORDER BY id').values()).toEqual([['first-1'], ['first-2'], ['first-3']]);
+    db.close();
+    expect(integrity(path)).toBe('ok');
+  });
+
+  test.each(['full', 'fast'])(
+    'DURABILITY=%s: every write acknowledged before a SIGKILL is there after it (5 kills, one file)',
+    async (durability) => {
+      const path = join(dir, `kill-${durability}.db`);
+      const acknowledged: string[] = [];
+      for (let round = 0; round < 5; round++) {
+        const lines = await killMidway(
+          [join(import.meta.dir, 'committer-child.ts'), path, durability, `r${round}`],
+          1 + 50 + Math.floor(Math.random() * 400),
+        );
+        expect(lines[0]).toBe('ready');
+        acknowledged.push(...lines.slice(1));
+      }
+      const stored = deviceIds(path);
+      expect(acknowledged.length).toBeGreaterThan(5 * 50);
+      expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+      expect(integrity(path)).toBe('ok');
+    },
+  );
+});

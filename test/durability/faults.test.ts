@@ -1,0 +1,42 @@
+/** The database's disk full, simulated on the writer's connection (PRAGMA max_page_count: root ignores chmod). */
+import { expect, test } from 'bun:test';
+import { answer, INSTALLATION, startTestService } from '../support.ts';
+
+const chunk = (recordedAt: number) => ({
+  installationId: INSTALLATION,
+  recordedAt,
+  date: `2026-${String(1 + (recordedAt % 12)).padStart(2, '0')}-01`,
+  day: { km: 1, kwh: 1, hours: 1, socDrop: 1 },
+  sohPercent: 97,
+});
+
+test('disk full: writes answer 500, a log line names it, reads go on, and writes recover without a restart', async () => {
+  const service = await startTestService();
+  try {
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(0) })).status).toBe(204);
+    const [{ page_count: pages }] = (await service.storage.committer.writerPragma('page_count')) as [{ page_count: number }];
+    const [{ max_page_count: roomy }] = (await service.storage.committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
+    await service.storage.committer.writerPragma(`max_page_count = ${pages}`);
+
+    let refused: { status: number; body: unknown } | null = null;
+    let accepted = 1;
+    for (let at = 1; at < 2000 && !refused; at++) {
+      const result = await answer(await service.request('PUT', '/v1/consumption/daily', { body: chunk(at) }));
+      if (result.status === 204) accepted += 1;
+      else refused = result;
+    }
+    expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
+    expect(service.log.lines.some((line) => line.includes('request.failed') && line.includes('database or disk is full'))).toBe(true);
+
+    const history = await answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`));
+    expect(history.status).toBe(200);
+    expect((history.body as { lifetime: { km: number } }).lifetime.km).toBe(accepted);
+    expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
+
+    await service.storage.committer.writerPragma(`max_page_count = ${roomy}`);
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(5000) })).status).toBe(204);
+    expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: accepted + 1 });
+  } finally {
+    await service.close();
+  }
+});
