@@ -8,21 +8,20 @@
  *
  * Environment: BENCH_SECONDS (per round, default 10), BENCH_REPEATS (rounds of each, default 3).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compiledBinary, startBinary, type RunningBinary } from '../test/binary.ts';
+import type { RunningBinary } from '../test/binary.ts';
+import { AUTHORIZATION, buildBinary, knob, LUA_AUTHORIZATION, median, startService, wrk as runWrk } from './lib.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const ROUNDS = Number(process.env.BENCH_REPEATS ?? 3);
+const SECONDS = knob('BENCH_SECONDS', 10);
+const ROUNDS = knob('BENCH_REPEATS', 3);
 const FLEET = 100;
 const BATCH = 10;
 const CONNECTIONS = 32;
-const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef';
 const fleet = Array.from({ length: FLEET }, (_, i) => `bbbbbbbb-0000-4000-8000-${String(i).padStart(12, '0')}`);
 const tokenOf = (index: number) => `planner-token-${index}`;
 
-const WRK_SCRIPT = join(import.meta.dir, 'telemetry.lua');
+const WRK_SCRIPT = LUA_AUTHORIZATION + readFileSync(join(import.meta.dir, 'telemetry.lua'), 'utf8');
 
 /**
  * The fake planner: as lean as can be, since the real one runs elsewhere and its CPU here is not the
@@ -73,18 +72,13 @@ interface Round {
   delivered?: { received: number; duplicates: number; missing: number; drainSeconds: number };
 }
 
-async function round(binary: string, planner: CountingPlanner, forwarding: boolean, run: number): Promise<Round> {
-  const dir = mkdtempSync(join(tmpdir(), 'ev-ingest-bench-planner-'));
-  const env: Record<string, string> = {
-    INGEST_TOKEN,
-    DATABASE_PATH: join(dir, 'ev-ingest.db'),
-    PLANNER_URL: planner.url,
-  };
+async function round(planner: CountingPlanner, forwarding: boolean, run: number): Promise<Round> {
+  const env: Record<string, string> = { PLANNER_URL: planner.url };
   if (forwarding) {
     env.PLANNER_API_KEY = 'bench-planner-key';
     env.PLANNER_TOKENS = fleet.map((id, i) => `${id}=${tokenOf(i)}`).join(',');
   }
-  const server = await startBinary(binary, env, dir);
+  const server = await startService(env);
   planner.reset();
   try {
     const firstUtc = Math.floor(Date.now() / 1000) - SECONDS * BATCH - 60;
@@ -95,23 +89,19 @@ async function round(binary: string, planner: CountingPlanner, forwarding: boole
     return result;
   } finally {
     await server.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 /** wrk's requests per second (bench/telemetry.lua: a new (installation, utc) each time, none forwarded). */
 async function wrk(server: RunningBinary, run: number): Promise<number> {
-  const child = Bun.spawn(
-    ['wrk', '-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-s', WRK_SCRIPT, new URL('/v1/telemetry', server.url).href, '--', String(BATCH), String(run), INGEST_TOKEN],
-    { stdout: 'pipe', stderr: 'inherit' },
-  );
-  const output = await new Response(child.stdout).text();
-  await child.exited;
-  const line = /RESULT (.*)/.exec(output)?.[1];
-  if (!line) throw new Error(`wrk gave no result:\n${output}`);
-  const result = JSON.parse(line) as { requests: number; durationUs: number; non2xx: number; socketErrors: number };
-  if (result.non2xx > 0 || result.socketErrors > 0) throw new Error(`wrk saw errors: ${line}`);
-  return result.requests / (result.durationUs / 1e6);
+  const result = await runWrk(new URL('/v1/telemetry', server.url), {
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    script: WRK_SCRIPT,
+    args: [String(BATCH), String(run)],
+  });
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`wrk saw errors: ${JSON.stringify(result)}`);
+  return result.requestsPerSecond;
 }
 
 /** Each fleet installation sends one batch a second, spread over the second; answers the failures. */
@@ -133,7 +123,7 @@ async function driveFleet(server: RunningBinary, firstUtc: number): Promise<numb
       sends.push(
         fetch(url, {
           method: 'POST',
-          headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+          headers: { ...AUTHORIZATION, 'content-type': 'application/json' },
           body: JSON.stringify({ installationId, samples }),
         }).then(
           async (response) => (await response.text(), response.status === 200),
@@ -170,17 +160,16 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<number> {
-  const binary = await compiledBinary();
+  await buildBinary();
   const planner = startCountingPlanner();
   const rounds: Round[] = [];
   try {
     for (let i = 0; i < ROUNDS; i += 1) {
       // Alternate which goes first, so that neither always runs on a warmer or busier machine.
       for (const forwarding of i % 2 === 0 ? [false, true] : [true, false]) {
-        const result = await round(binary, planner, forwarding, rounds.length + 1);
+        const result = await round(planner, forwarding, rounds.length + 1);
         rounds.push(result);
         console.log(JSON.stringify(result));
       }
