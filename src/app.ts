@@ -13,7 +13,8 @@ import type { Logger } from './log.ts';
 import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pairingRoutes } from './pairing/routes.tsx';
-import { noForwarding, type SampleForwarder } from './telemetry/forwarder.ts';
+import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 
 export interface AppOptions {
@@ -22,15 +23,19 @@ export interface AppOptions {
   log: Logger;
   /** The clock of everything time-dependent, injectable for tests. */
   now?: () => number;
-  /** Where stored samples are handed on; the planner forwarder once a planner is configured. */
+  /** The waits of the planner forwarder, injectable for tests. */
+  plannerTimers?: PlannerTimers;
+  /** Stands in for the planner forwarder in the telemetry routes, for tests of the hand-off alone. */
   forwarder?: SampleForwarder;
 }
 
-export function createApp({ config, storage, log, now = Date.now, forwarder = noForwarding }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
+  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
+  planner.resume();
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
@@ -41,14 +46,14 @@ export function createApp({ config, storage, log, now = Date.now, forwarder = no
   const app = new Elysia()
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
-    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder, log, now }))
+    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder: forwarder ?? planner, log, now }))
     .use(consumptionRoutes(auth, consumption))
     .use(chargingRoutes(auth, storage.committer));
   if (pairing) {
     app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
   }
 
-  return { app, auth, devices, pairing, consumption };
+  return { app, auth, devices, pairing, consumption, planner };
 }
 
 export type Service = ReturnType<typeof createApp>;

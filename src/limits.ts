@@ -48,4 +48,22 @@ export const limits = {
   idleTimeoutSeconds: 10,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
+  /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */
+  plannerQueueSamples: 1000,
+  /** Requests to the planner at once, over all installations. */
+  plannerInFlight: 8,
+  /** Attempts to hand one sample to the planner before it is given up. */
+  plannerAttempts: 5,
+  /** First backoff after a failed attempt; it doubles up to `plannerBackoffMaxMs`. */
+  plannerBackoffFirstMs: 1000,
+  plannerBackoffMaxMs: 60_000,
+  /** Deadline of one request to the planner. */
+  plannerTimeoutMs: 10_000,
+  /**
+   * Outcomes of forwarded samples are gathered this long into one write; an installation's next
+   * sample waits for its predecessor's mark, so a crash can resend at most one sample of each.
+   */
+  plannerMarkGatherMs: 20,
+  /** How long shutdown waits for requests to the planner still in flight. */
+  plannerShutdownGraceMs: 5000,
 } as const;

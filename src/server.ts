@@ -29,6 +29,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     durability: config.durability,
     devices: service.devices.size,
     pairing: service.pairing !== null,
+    planner: service.planner.coverage,
   });
   if (service.pairing && config.publicUrl === '') {
     log.warn('pairing.public_url_unset', {
@@ -43,6 +44,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       const drained = server.stop(false);
       const grace = Bun.sleep(limits.shutdownGraceMs).then(() => 'timeout' as const);
       if ((await Promise.race([drained, grace])) === 'timeout') await server.stop(true);
+      await service.planner.stop();
       service.devices.stop();
       service.pairing?.book.stop();
       await storage.close();

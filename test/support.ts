@@ -6,6 +6,7 @@ import { createApp } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import { openStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
+import type { PlannerTimers } from '../src/planner/forwarder.ts';
 import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
@@ -50,13 +51,13 @@ export interface RequestOptions {
 
 export async function startTestService(
   overrides: Partial<Config> = {},
-  options: { now?: () => number; dir?: string; forwarder?: SampleForwarder } = {},
+  options: { now?: () => number; dir?: string; plannerTimers?: PlannerTimers; forwarder?: SampleForwarder } = {},
 ): Promise<TestService> {
   const dir = options.dir ?? tempDir();
   const config = testConfig(dir, overrides);
   const storage = await openStorage(config);
   const log = createMemoryLogger();
-  const service = createApp({ config, storage, log, now: options.now, forwarder: options.forwarder });
+  const service = createApp({ config, storage, log, ...options });
   let closed = false;
   return {
     ...service,
@@ -68,6 +69,7 @@ export async function startTestService(
     async close() {
       if (closed) return;
       closed = true;
+      await service.planner.stop();
       service.devices.stop();
       await storage.close();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });

@@ -2,6 +2,7 @@
 import { chargingWrites } from '../charging/store.ts';
 import { consumptionWrites } from '../consumption/store.ts';
 import { deviceWrites } from '../devices/store.ts';
+import { plannerWrites } from '../planner/store.ts';
 import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
 
@@ -10,6 +11,7 @@ export const writeOps = {
   ...telemetryWrites,
   ...consumptionWrites,
   ...chargingWrites,
+  ...plannerWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;

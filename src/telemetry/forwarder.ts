@@ -9,8 +9,3 @@ export interface SampleForwarder {
   stored(installationId: string): void;
 }
 
-/** While no planner is configured: nothing becomes pending, nothing is sent. */
-export const noForwarding: SampleForwarder = {
-  forwards: () => false,
-  stored: () => {},
-};

@@ -1,0 +1,301 @@
+/**
+ * Hands stored samples to the planner. The samples table is the outbox: telemetry stores a sample
+ * as pending in the same transaction as the sample, and this forwarder marks it sent or given up
+ * through the committer, so a re-sent batch or a restart never sends a sample twice.
+ *
+ * Per installation one loop sends its waiting samples oldest first, one request at a time; at most
+ * `plannerInFlight` requests run at once overall. A loop holds at most `plannerQueueSamples` samples
+ * in memory and reads the next page from the database as it drains, so a planner that is down for
+ * hours costs bounded memory and loses nothing: samples are given up only after their last attempt
+ * or on an answer that retrying cannot change.
+ */
+import type { Database } from 'bun:sqlite';
+import type { PlannerConfig } from '../config.ts';
+import type { Committer } from '../db/committer.ts';
+import { limits } from '../limits.ts';
+import type { Logger } from '../log.ts';
+import type { SampleForwarder } from '../telemetry/forwarder.ts';
+import { PlannerState } from '../telemetry/schema.ts';
+import { installationsWithPending, pendingSamplesQuery, type PendingSample, type SettledSample } from './store.ts';
+import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
+
+/** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
+export interface PlannerTimers {
+  /** Calls `wake` after a backoff of `ms`; answers a function that cancels it. */
+  backoff(ms: number, wake: () => void): () => void;
+  /** Calls `expire` once `ms` have passed (a request's deadline, the shutdown grace, gathering marks); answers a cancel. */
+  delay(ms: number, expire: () => void): () => void;
+  /** The jitter of a backoff, in [0, 1). */
+  random(): number;
+}
+
+export function after(ms: number, callback: () => void): () => void {
+  const timer = setTimeout(callback, ms);
+  return () => clearTimeout(timer);
+}
+
+export const realTimers: PlannerTimers = { backoff: after, delay: after, random: Math.random };
+
+export interface ForwarderOptions {
+  config: PlannerConfig;
+  db: Database;
+  committer: Committer;
+  log: Logger;
+  timers?: PlannerTimers;
+  fetch?: typeof fetch;
+}
+
+interface Installation {
+  id: string;
+  token: string;
+  /** Waiting samples read from the outbox, oldest first; the head is the one being delivered. */
+  queue: PendingSample[];
+  /** New samples were committed since the queue was read. */
+  reread: boolean;
+  /** The last page was full: more samples wait in the database. */
+  more: boolean;
+  /** Delay before the next attempt; kept across samples so a planner that is down is probed less and less. */
+  backoffMs: number;
+}
+
+export interface ForwarderStats {
+  sent: number;
+  givenUp: number;
+  retried: number;
+}
+
+export class PlannerForwarder implements SampleForwarder {
+  readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0 };
+  private readonly installations = new Map<string, Installation>();
+  private readonly loops = new Set<Promise<void>>();
+  private readonly slots = new Slots(limits.plannerInFlight);
+  /** Set at shutdown: no new attempt starts, backoff waits end. */
+  private halted = false;
+  /** Wakes each installation waiting out a backoff. */
+  private readonly pauses = new Set<() => void>();
+  /** Requests at the planner now; shutdown aborts them when its grace is over. */
+  private readonly inFlight = new Set<AbortController>();
+  /** Outcomes waiting to be written together. */
+  private settled: SettledSample[] = [];
+  private settling: Promise<void> | null = null;
+  private readonly pending;
+  private readonly timers: PlannerTimers;
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: ForwarderOptions) {
+    this.pending = pendingSamplesQuery(options.db);
+    this.timers = options.timers ?? realTimers;
+    this.fetch = options.fetch ?? fetch;
+  }
+
+  /** Whether samples of this installation go to the planner: a key and a token for it are configured. */
+  forwards(installationId: string): boolean {
+    return this.tokenFor(installationId) !== null;
+  }
+
+  /** Called after a commit that stored pending samples of the installation; never waits. */
+  stored(installationId: string): void {
+    const token = this.tokenFor(installationId);
+    if (token === null || this.halted) return;
+    const known = this.installations.get(installationId);
+    if (known) known.reread = true;
+    else this.startLoop(installationId, token);
+  }
+
+  /** Start-up scan: sends what was still waiting when the server last stopped. */
+  resume(): void {
+    if (this.options.config.apiKey === null) return;
+    const waiting = installationsWithPending(this.options.db).filter((id) => this.forwards(id));
+    for (const id of waiting) this.stored(id);
+    if (waiting.length > 0) this.options.log.info('planner.resumed', { installations: waiting.length });
+  }
+
+  /** For the start-up line: `off`, `all installations` or `N installations`; never a key or a token. */
+  get coverage(): string {
+    const { apiKey, defaultToken, tokens } = this.options.config;
+    if (apiKey === null || (defaultToken === null && tokens.size === 0)) return 'off';
+    if (defaultToken !== null) return 'all installations';
+    return tokens.size === 1 ? '1 installation' : `${tokens.size} installations`;
+  }
+
+  /** Resolves once no installation has a loop running. */
+  async idle(): Promise<void> {
+    while (this.loops.size > 0) await Promise.all(this.loops);
+  }
+
+  /** Starts no new attempt, waits up to `graceMs` for requests in flight, then abandons them. */
+  async stop(graceMs: number = limits.plannerShutdownGraceMs): Promise<void> {
+    this.halted = true;
+    for (const wake of this.pauses) wake();
+    const cancel = this.timers.delay(graceMs, () => {
+      for (const request of this.inFlight) request.abort();
+    });
+    await this.idle();
+    cancel();
+  }
+
+  private tokenFor(installationId: string): string | null {
+    const { apiKey, defaultToken, tokens } = this.options.config;
+    if (apiKey === null) return null;
+    return tokens.get(installationId.toLowerCase()) ?? defaultToken;
+  }
+
+  private startLoop(id: string, token: string): void {
+    const installation: Installation = { id, token, queue: [], reread: true, more: false, backoffMs: 0 };
+    this.installations.set(id, installation);
+    const loop = this.drain(installation)
+      .catch((error: Error) => this.options.log.error('planner.failed', { installation: id, reason: error.name }))
+      .finally(() => {
+        this.installations.delete(id);
+        this.loops.delete(loop);
+      });
+    this.loops.add(loop);
+  }
+
+  private async drain(installation: Installation): Promise<void> {
+    // The first read happens after the ingest request that woke us has been answered.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (let sample = this.next(installation); sample && !this.halted; sample = this.next(installation)) {
+      if (!(await this.deliver(installation, sample))) return;
+      installation.queue.shift();
+    }
+  }
+
+  /** The oldest waiting sample, reading the outbox again when it changed or the page ran out. */
+  private next(installation: Installation): PendingSample | undefined {
+    if (installation.reread || (installation.queue.length === 0 && installation.more)) {
+      installation.queue = this.pending.all(installation.id, limits.plannerQueueSamples);
+      installation.more = installation.queue.length === limits.plannerQueueSamples;
+      installation.reread = false;
+    }
+    return installation.queue[0];
+  }
+
+  /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
+  private async deliver(installation: Installation, sample: PendingSample): Promise<boolean> {
+    const body = formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
+    for (let attempt = 1; ; attempt += 1) {
+      if (installation.backoffMs > 0) await this.pause(this.jittered(installation.backoffMs));
+      const delivery = await this.attempt(body);
+      switch (delivery.kind) {
+        case 'abandoned':
+          return false;
+        case 'accepted':
+          installation.backoffMs = 0;
+          await this.settle(installation, sample, PlannerState.sent);
+          this.stats.sent += 1;
+          return true;
+        case 'rejected':
+          installation.backoffMs = 0;
+          return this.giveUp(installation, sample, delivery.reason, attempt);
+        case 'retry':
+          installation.backoffMs = Math.min(
+            installation.backoffMs * 2 || limits.plannerBackoffFirstMs,
+            limits.plannerBackoffMaxMs,
+          );
+          if (attempt >= limits.plannerAttempts) return this.giveUp(installation, sample, delivery.reason, attempt);
+          this.stats.retried += 1;
+          this.options.log.warn('planner.retry', { installation: installation.id, ...delivery.reason, attempt });
+      }
+    }
+  }
+
+  /** One request within the overall limit and the request deadline. */
+  private async attempt(body: string): Promise<Delivery> {
+    await this.slots.acquire();
+    if (this.halted) {
+      this.slots.release();
+      return { kind: 'abandoned' };
+    }
+    const request = new AbortController();
+    let expired = false;
+    const cancel = this.timers.delay(limits.plannerTimeoutMs, () => {
+      expired = true;
+      request.abort();
+    });
+    this.inFlight.add(request);
+    try {
+      const delivery = await postSample(this.options.config.url, body, request.signal, this.fetch);
+      if (delivery.kind !== 'retry' || !request.signal.aborted) return delivery;
+      return expired ? { kind: 'retry', reason: { error: 'Timeout' } } : { kind: 'abandoned' };
+    } finally {
+      cancel();
+      this.inFlight.delete(request);
+      this.slots.release();
+    }
+  }
+
+  /** Waits out a backoff, or until shutdown. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let cancel = () => {};
+      const wake = () => {
+        cancel();
+        this.pauses.delete(wake);
+        resolve();
+      };
+      this.pauses.add(wake);
+      cancel = this.timers.backoff(ms, wake);
+    });
+  }
+
+  private async giveUp(installation: Installation, sample: PendingSample, reason: FailureReason, attempts: number) {
+    this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
+    await this.settle(installation, sample, PlannerState.givenUp);
+    this.stats.givenUp += 1;
+    return true;
+  }
+
+  /**
+   * Records an outcome; resolves once it is committed. Outcomes are gathered for a moment into one
+   * write, so forwarding costs a commit per gathering, not per sample.
+   */
+  private settle(installation: Installation, sample: PendingSample, state: SettledSample['state']): Promise<void> {
+    this.settled.push({ installationId: installation.id, utc: sample.utc, state });
+    this.settling ??= new Promise<void>((resolve) => this.timers.delay(limits.plannerMarkGatherMs, resolve)).then(() =>
+      this.writeSettled(),
+    );
+    return this.settling;
+  }
+
+  private async writeSettled(): Promise<void> {
+    const samples = this.settled;
+    this.settled = [];
+    this.settling = null;
+    try {
+      await this.options.committer.write('plannerSettled', samples);
+    } catch (error) {
+      // The samples stay pending and are sent again after a restart; nothing else can be done.
+      this.options.log.error('planner.mark_failed', { samples: samples.length, reason: (error as Error).message });
+    }
+  }
+
+  /** Equal jitter: between half and all of the delay, so installations retrying together spread out. */
+  private jittered(ms: number): number {
+    return Math.round(ms / 2 + (this.timers.random() * ms) / 2);
+  }
+}
+
+/** A counting semaphore: at most `size` holders at once, waiters served in order. */
+class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free -= 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free += 1;
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The outbox: samples waiting for the planner are rows of `samples` with planner_state = pending,
+ * read on the main connection through the partial index; their outcome is written by the committer.
+ */
+import type { Database, Statement } from 'bun:sqlite';
+import type { WriteOp } from '../db/group.ts';
+import { sampleFieldNames, type SampleFieldName } from '../telemetry/fields.ts';
+import { PlannerState } from '../telemetry/schema.ts';
+
+export type PendingSample = { utc: number } & { [K in SampleFieldName]?: number | string | null };
+
+// The literal state (not a parameter) lets SQLite match the partial index `samples_planner_pending`.
+const PENDING = `planner_state = ${PlannerState.pending}`;
+
+/** The oldest waiting samples of one installation, at most `limit`. */
+export function pendingSamplesQuery(db: Database): Statement<PendingSample, [string, number]> {
+  return db.query<PendingSample, [string, number]>(
+    `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
+     WHERE installation_id = ? AND ${PENDING} ORDER BY utc LIMIT ?`,
+  );
+}
+
+/** Installations with samples still waiting: the start-up scan. */
+export function installationsWithPending(db: Database): string[] {
+  return db
+    .query<{ id: string }, []>(`SELECT DISTINCT installation_id AS id FROM samples WHERE ${PENDING}`)
+    .all()
+    .map((row) => row.id);
+}
+
+export interface SettledSample {
+  installationId: string;
+  utc: number;
+  state: typeof PlannerState.sent | typeof PlannerState.givenUp;
+}
+
+/** Writes what became of forwarded samples; a sample no longer pending keeps its state. */
+const plannerSettled: WriteOp<SettledSample[], void> = (db, samples) => {
+  const update = db.query(
+    `UPDATE samples SET planner_state = $state WHERE installation_id = $installationId AND utc = $utc AND ${PENDING}`,
+  );
+  for (const sample of samples) update.run({ ...sample });
+};
+
+export const plannerWrites = { plannerSettled };

@@ -1,0 +1,72 @@
+/**
+ * The planner's wire format (ABRP telemetry API): one sample per form-encoded POST, answered
+ * `{"status":"ok"}` on success. Nothing here logs: the body holds the key and the token.
+ */
+import { sampleFieldNames } from '../telemetry/fields.ts';
+import type { PendingSample } from './store.ts';
+
+export interface PlannerCredentials {
+  apiKey: string;
+  token: string;
+}
+
+/** The `tlm` JSON: `utc` (seconds) and the sample's stored fields, in the field table's order. */
+export function tlmOf(sample: PendingSample): string {
+  const tlm: Record<string, number | string> = { utc: sample.utc };
+  for (const name of sampleFieldNames) {
+    const value = sample[name];
+    // Only usable values are stored: an absent or dropped field is a NULL column.
+    if (value !== null && value !== undefined) tlm[name] = value;
+  }
+  return JSON.stringify(tlm);
+}
+
+/** `api_key=…&token=…&tlm=…`, application/x-www-form-urlencoded. */
+export function formBody(credentials: PlannerCredentials, sample: PendingSample): string {
+  return new URLSearchParams({ api_key: credentials.apiKey, token: credentials.token, tlm: tlmOf(sample) }).toString();
+}
+
+/** What became of one attempt; `reason` is what may be logged (a status code or an error class). */
+export type Delivery =
+  | { kind: 'accepted' }
+  | { kind: 'retry'; reason: FailureReason }
+  | { kind: 'rejected'; reason: FailureReason }
+  /** Abandoned by shutdown: the sample stays waiting in the outbox. */
+  | { kind: 'abandoned' };
+
+export type FailureReason = { status: number } | { error: string };
+
+/** One POST to the planner; never throws. An aborted request comes back as a retry. */
+export async function postSample(url: string, body: string, signal: AbortSignal, fetch: typeof globalThis.fetch): Promise<Delivery> {
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body,
+      signal,
+    });
+    const text = await response.text();
+    if (response.status === 200) {
+      return isOk(text) ? { kind: 'accepted' } : { kind: 'rejected', reason: { error: 'UnexpectedAnswer' } };
+    }
+    const reason = { status: response.status };
+    return response.status === 429 || response.status >= 500 ? { kind: 'retry', reason } : { kind: 'rejected', reason };
+  } catch (error) {
+    return { kind: 'retry', reason: { error: errorClass(error) } };
+  }
+}
+
+function isOk(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { status?: unknown } | null)?.status === 'ok';
+  } catch {
+    return false;
+  }
+}
+
+/** A network error's code (`ConnectionRefused`, `ECONNRESET`) or class name, never its message. */
+function errorClass(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^\w{1,40}$/.test(code)) return code;
+  return error instanceof Error ? error.name : 'Error';
+}

@@ -1,0 +1,447 @@
+import { Database } from 'bun:sqlite';
+import { afterEach, describe, expect, test } from 'bun:test';
+import type { Config, PlannerConfig } from '../src/config.ts';
+import { limits } from '../src/limits.ts';
+import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
+import { PlannerState } from '../src/telemetry/schema.ts';
+import { PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
+import { compiledBinary, startBinary } from './binary.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
+
+const KEY = 'planner-api-key-secret-0001';
+const TOKEN = 'planner-user-token-secret-0002';
+const OVERRIDE = 'planner-override-token-secret-0003';
+const T0 = 1_764_080_000;
+
+let cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+  cleanups = [];
+});
+
+/** Backoffs are recorded and skipped; other delays (10 s request, 5 s grace) run 20 times faster. */
+function fastTimers(backoffs: number[] = []): PlannerTimers {
+  return {
+    backoff: (ms, wake) => (backoffs.push(ms), after(0, wake)),
+    delay: (ms, expire) => after(ms / 20, expire),
+    random: () => 0.5,
+  };
+}
+
+function planner(reply?: FakePlanner['reply']): FakePlanner {
+  const fake = startFakePlanner(reply);
+  cleanups.push(() => fake.stop());
+  return fake;
+}
+
+function forwarding(fake: FakePlanner, overrides: Partial<PlannerConfig> = {}): Partial<Config> {
+  return { planner: { url: fake.url, apiKey: KEY, defaultToken: TOKEN, tokens: new Map(), ...overrides } };
+}
+
+async function service(
+  config: Partial<Config>,
+  options: { dir?: string; timers?: PlannerTimers } = {},
+): Promise<TestService> {
+  const started = await startTestService(config, { dir: options.dir, plannerTimers: options.timers ?? fastTimers() });
+  cleanups.push(() => started.close());
+  return started;
+}
+
+type Sample = Record<string, number | string>;
+
+/** Test fixture: stores samples as waiting for the planner, as the telemetry write does. */
+function seedPending(target: TestService, installationId: string, samples: Sample[]): void {
+  const db = new Database(target.config.databasePath);
+  try {
+    db.run('PRAGMA busy_timeout = 5000');
+    db.transaction(() => {
+      for (const sample of samples) {
+        const columns = ['installation_id', 'planner_state', ...Object.keys(sample)];
+        db.query(`INSERT INTO samples (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`).run(
+          installationId,
+          PlannerState.pending,
+          ...Object.values(sample),
+        );
+      }
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+function samplesAt(...utcs: number[]): Sample[] {
+  return utcs.map((utc) => ({ utc, soc: 50 }));
+}
+
+function states(target: TestService, installationId: string): [number, number][] {
+  return target.storage.db
+    .query<{ utc: number; state: number }, [string]>(
+      'SELECT utc, planner_state AS state FROM samples WHERE installation_id = ? ORDER BY utc',
+    )
+    .all(installationId)
+    .map((row) => [row.utc, row.state]);
+}
+
+async function forward(target: TestService, installationId: string, samples: Sample[]): Promise<void> {
+  seedPending(target, installationId, samples);
+  target.planner.stored(installationId);
+  await target.planner.idle();
+}
+
+test('a sample is sent as the contract says: form fields, usable values only, flags 0/1, utc in seconds', async () => {
+  const fake = planner();
+  const target = await service(forwarding(fake));
+  await forward(target, INSTALLATION, [
+    { utc: T0, soc: 71.5, power: -12.25, speed: 88, lat: 41.01, lon: 28.97, is_charging: 1, is_parked: 0, car_model: 'mg:4:64' },
+  ]);
+
+  expect(fake.requests).toHaveLength(1);
+  const [request] = fake.requests;
+  expect(request!.contentType).toBe('application/x-www-form-urlencoded');
+  expect(request!.fieldNames).toEqual(['api_key', 'token', 'tlm']);
+  expect(request!.apiKey).toBe(KEY);
+  expect(request!.token).toBe(TOKEN);
+  expect(request!.tlmText).toBe(
+    '{"utc":1764080000,"soc":71.5,"power":-12.25,"speed":88,"lat":41.01,"lon":28.97,"is_charging":1,"is_parked":0,"car_model":"mg:4:64"}',
+  );
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+});
+
+test('at most 8 requests are at the planner at once over all installations', async () => {
+  const fake = planner(() => ({ delayMs: 15 }));
+  const target = await service(forwarding(fake));
+  const installations = Array.from({ length: 12 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+  for (const id of installations) seedPending(target, id, samplesAt(T0 + 3, T0 + 1, T0 + 2));
+  for (const id of installations) target.planner.stored(id);
+  await target.planner.idle();
+
+  expect(fake.requests).toHaveLength(36);
+  expect(fake.maxInFlight).toBe(limits.plannerInFlight);
+  for (const id of installations) expect(states(target, id).map(([, state]) => state)).toEqual([2, 2, 2]);
+});
+
+test('one installation never has two requests at the planner at once, and its order is kept', async () => {
+  const fake = planner(() => ({ delayMs: 5 }));
+  const tokens = new Map([
+    [INSTALLATION, 'token-a'],
+    [OTHER_INSTALLATION, 'token-b'],
+  ]);
+  const target = await service(forwarding(fake, { defaultToken: null, tokens }));
+  seedPending(target, INSTALLATION, samplesAt(T0 + 5, T0 + 1, T0 + 3, T0 + 2, T0 + 4));
+  seedPending(target, OTHER_INSTALLATION, samplesAt(T0 + 9, T0 + 8));
+  target.planner.stored(INSTALLATION);
+  target.planner.stored(OTHER_INSTALLATION);
+  await target.planner.idle();
+
+  expect(fake.maxInFlightPerToken).toBe(1);
+  expect(fake.maxInFlight).toBe(2);
+  expect(fake.utcsOf('token-a')).toEqual([T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5]);
+  expect(fake.utcsOf('token-b')).toEqual([T0 + 8, T0 + 9]);
+});
+
+test('a per-installation token overrides PLANNER_TOKEN; without a token nothing of an installation is sent', async () => {
+  const fake = planner();
+  const target = await service(forwarding(fake, { tokens: new Map([[INSTALLATION, OVERRIDE]]) }));
+  await forward(target, INSTALLATION, samplesAt(T0));
+  await forward(target, OTHER_INSTALLATION, samplesAt(T0));
+  expect(fake.requests.map((request) => request.token)).toEqual([OVERRIDE, TOKEN]);
+
+  const onlyOne = await service(forwarding(fake, { defaultToken: null, tokens: new Map([[INSTALLATION, OVERRIDE]]) }));
+  expect(onlyOne.planner.forwards(INSTALLATION)).toBe(true);
+  expect(onlyOne.planner.forwards(OTHER_INSTALLATION)).toBe(false);
+  expect(onlyOne.planner.coverage).toBe('1 installation');
+});
+
+test('without PLANNER_API_KEY nothing is forwarded', async () => {
+  const fake = planner();
+  const target = await service(forwarding(fake, { apiKey: null }));
+  expect(target.planner.forwards(INSTALLATION)).toBe(false);
+  expect(target.planner.coverage).toBe('off');
+  await forward(target, INSTALLATION, samplesAt(T0));
+  expect(fake.requests).toHaveLength(0);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
+});
+
+test('two 500s then success: delivered once, after backoffs of 1 s then 2 s with jitter', async () => {
+  const fake = planner((_, index) => (index < 2 ? { status: 500 } : {}));
+  const backoffs: number[] = [];
+  const target = await service(forwarding(fake), { timers: fastTimers(backoffs) });
+  await forward(target, INSTALLATION, samplesAt(T0));
+
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0, T0]);
+  expect(backoffs).toEqual([750, 1500]); // random() = 0.5: halfway between half and all of 1 s, 2 s
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+  expect(target.planner.stats).toEqual({ sent: 1, givenUp: 0, retried: 2 });
+  expect(target.log.lines.filter((line) => line.includes('planner.retry'))).toHaveLength(2);
+  expect(target.log.lines.find((line) => line.includes('planner.retry'))).toMatch(
+    new RegExp(`warn planner.retry installation=${INSTALLATION} status=500 attempt=1$`),
+  );
+});
+
+test('a 400 gives the sample up and the next sample is still sent', async () => {
+  const fake = planner((request) => (request.tlm.utc === T0 ? { status: 400 } : {}));
+  const target = await service(forwarding(fake));
+  await forward(target, INSTALLATION, samplesAt(T0, T0 + 1));
+
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
+  expect(states(target, INSTALLATION)).toEqual([
+    [T0, PlannerState.givenUp],
+    [T0 + 1, PlannerState.sent],
+  ]);
+  expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=1`))).toBe(true);
+});
+
+test('a 200 without {"status":"ok"} gives the sample up', async () => {
+  const fake = planner(() => ({ status: 200, body: '{"status":"error"}' }));
+  const target = await service(forwarding(fake));
+  await forward(target, INSTALLATION, samplesAt(T0));
+  expect(fake.requests).toHaveLength(1);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
+});
+
+test('429 and 5xx are tried 5 times, then given up; the backoff doubles to 60 s and carries to the next sample', async () => {
+  const fake = planner((_, index) => ({ status: index % 2 ? 429 : 503 }));
+  const backoffs: number[] = [];
+  const target = await service(forwarding(fake), { timers: fastTimers(backoffs) });
+  await forward(target, INSTALLATION, samplesAt(T0, T0 + 1));
+
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0, T0, T0, T0, T0 + 1, T0 + 1, T0 + 1, T0 + 1, T0 + 1]);
+  expect(backoffs.map((ms) => ms / 0.75)).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+  expect(states(target, INSTALLATION)).toEqual([
+    [T0, PlannerState.givenUp],
+    [T0 + 1, PlannerState.givenUp],
+  ]);
+  expect(target.planner.stats.givenUp).toBe(2);
+});
+
+test('network errors and timeouts are retried and logged by class', async () => {
+  const gone = startFakePlanner();
+  const deadUrl = gone.url;
+  await gone.stop();
+  const target = await service(forwarding({ url: deadUrl } as FakePlanner));
+  await forward(target, INSTALLATION, samplesAt(T0));
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
+  expect(target.log.lines.some((line) => /planner.given_up .* error=\w+ attempts=5$/.test(line))).toBe(true);
+
+  // The first request outlives its 10 s deadline (500 ms here); the second is answered at once.
+  const slow = planner((_, index): PlannerReply => (index === 0 ? { delayMs: 2000 } : {}));
+  const other = await service(forwarding(slow));
+  await forward(other, INSTALLATION, samplesAt(T0));
+  expect(slow.requests).toHaveLength(2);
+  expect(states(other, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+  expect(other.log.lines.some((line) => line.endsWith('error=Timeout attempt=1'))).toBe(true);
+});
+
+test('more samples than fit in memory are read page by page; none is given up', async () => {
+  const fake = planner();
+  // Each sample's mark is a commit; without an fsync per commit 1050 of them take a second, not five.
+  const target = await service({ ...forwarding(fake), durability: 'fast' });
+  const utcs = Array.from({ length: limits.plannerQueueSamples + 50 }, (_, i) => T0 + i);
+  await forward(target, INSTALLATION, samplesAt(...utcs));
+  expect(fake.utcsOf(TOKEN)).toEqual(utcs);
+  expect(target.planner.stats).toEqual({ sent: utcs.length, givenUp: 0, retried: 0 });
+});
+
+test('sent samples are not sent again after a restart; samples waiting at a stop are sent after it', async () => {
+  const dir = tempDir();
+  const fake = planner();
+  const first = await service(forwarding(fake), { dir });
+  await forward(first, INSTALLATION, samplesAt(T0, T0 + 1));
+  await first.close();
+
+  // The planner is down while more samples arrive; the server stops with them waiting.
+  fake.reply = () => ({ status: 503 });
+  const second = await service(forwarding(fake), { dir, timers: { ...fastTimers(), backoff: after } });
+  expect(second.log.lines.some((line) => line.includes('planner.resumed'))).toBe(false);
+  seedPending(second, INSTALLATION, samplesAt(T0 + 2, T0 + 3));
+  second.planner.stored(INSTALLATION);
+  await fake.waitFor(3);
+  await second.close();
+  expect(fake.requests).toHaveLength(3);
+
+  fake.reply = () => ({});
+  const third = await service(forwarding(fake), { dir });
+  await third.planner.idle();
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 2, T0 + 2, T0 + 3]);
+  expect(states(third, INSTALLATION).map(([, state]) => state)).toEqual([2, 2, 2, 2]);
+  expect(third.log.lines.some((line) => line.endsWith('planner.resumed installations=1'))).toBe(true);
+});
+
+test('shutdown waits a bounded time for a hanging planner, then leaves the sample waiting', async () => {
+  const fake = planner(() => ({ delayMs: 60_000 }));
+  const target = await service(forwarding(fake));
+  seedPending(target, INSTALLATION, samplesAt(T0));
+  target.planner.stored(INSTALLATION);
+  await fake.waitFor(1);
+  await target.planner.stop(50);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
+});
+
+test('the log holds no key, token, request body or planner answer', async () => {
+  const fake = planner((_, index) => (index % 3 === 2 ? {} : { status: index % 3 ? 400 : 500 }));
+  const target = await service(forwarding(fake, { tokens: new Map([[INSTALLATION, OVERRIDE]]) }));
+  await forward(target, INSTALLATION, samplesAt(T0, T0 + 1, T0 + 2));
+  await forward(target, OTHER_INSTALLATION, samplesAt(T0, T0 + 1, T0 + 2));
+  const log = target.log.lines.join('\n');
+  expect(log).toContain('planner.given_up');
+  expect(log).toContain('planner.retry');
+  for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'api_key', 'tlm', String(T0)]) {
+    expect(log).not.toContain(secret);
+  }
+});
+
+describe('through POST /v1/telemetry', () => {
+  async function post(target: TestService, body: unknown) {
+    return answer(await target.request('POST', '/v1/telemetry', { body }));
+  }
+
+  async function postAndForward(target: TestService, body: unknown) {
+    const answered = await post(target, body);
+    await target.planner.idle();
+    return answered;
+  }
+
+  test('without plannerSentUtc every usable sample is forwarded, oldest first, usable values only', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    const answered = await postAndForward(target, {
+      installationId: INSTALLATION.toUpperCase(),
+      samples: [
+        { utc: T0 + 1, soc: 140, speed: 50, is_parked: true, foo: 1 },
+        { utc: T0, soc: 70, lat: 41.01, is_charging: false },
+      ],
+    });
+    expect(answered).toEqual({
+      status: 200,
+      body: {
+        stored: 2,
+        droppedCount: 3,
+        dropped: ['samples[0].soc: 140 is out of range 0..100', 'samples[0].foo: unknown field', 'samples[1].lat: unusable without lon'],
+      },
+    });
+    expect(fake.requests.map((request) => request.tlmText)).toEqual([
+      '{"utc":1764080000,"soc":70,"is_charging":0}',
+      '{"utc":1764080001,"speed":50,"is_parked":1}',
+    ]);
+    expect(fake.requests.map((request) => request.fieldNames.join())).toEqual(['api_key,token,tlm', 'api_key,token,tlm']);
+  });
+
+  test('only samples newer than plannerSentUtc are forwarded', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    await postAndForward(target, { installationId: INSTALLATION, plannerSentUtc: T0 + 1, samples: samplesAt(T0, T0 + 1, T0 + 2, T0 + 3) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0 + 2, T0 + 3]);
+    expect(states(target, INSTALLATION)).toEqual([
+      [T0, PlannerState.none],
+      [T0 + 1, PlannerState.none],
+      [T0 + 2, PlannerState.sent],
+      [T0 + 3, PlannerState.sent],
+    ]);
+  });
+
+  test('a late batch from the offline cache is forwarded, once', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 100, T0 + 101) });
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11) });
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0 + 100, T0 + 101, T0 + 10, T0 + 11]);
+  });
+
+  test('nothing is forwarded for an invalid batch or one without a usable sample', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    expect((await postAndForward(target, { installationId: 'nope', samples: samplesAt(T0) })).status).toBe(400);
+    expect(await postAndForward(target, { installationId: INSTALLATION, samples: [{ utc: T0, soc: 500 }, 7] })).toMatchObject({
+      status: 200,
+      body: { stored: 0 },
+    });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  test('the same batch sent twice, and two copies at once, are forwarded once', async () => {
+    const fake = planner(() => ({ delayMs: 5 }));
+    const target = await service(forwarding(fake));
+    const batch = { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) };
+    await postAndForward(target, batch);
+    await postAndForward(target, batch);
+    const copies = { installationId: OTHER_INSTALLATION, samples: samplesAt(T0, T0 + 1) };
+    const answers = await Promise.all([post(target, copies), post(target, copies)]);
+    expect(answers.map((answered) => answered.status)).toEqual([200, 200]);
+    await target.planner.idle();
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0, T0 + 1]);
+    expect(fake.requests.filter((request) => request.tlm.utc === T0)).toHaveLength(2); // one per installation
+  });
+
+  test('after a restart on the same database nothing is forwarded again', async () => {
+    const dir = tempDir();
+    const fake = planner();
+    const first = await service(forwarding(fake), { dir });
+    await postAndForward(first, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await first.close();
+    const second = await service(forwarding(fake), { dir });
+    await postAndForward(second, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1, T0 + 2) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 2]);
+  });
+
+  test('a planner that holds its request does not hold up POST /v1/telemetry', async () => {
+    const fake = planner(() => ({ delayMs: 5000 }));
+    const target = await service(forwarding(fake));
+    expect((await post(target, { installationId: INSTALLATION, samples: samplesAt(T0) })).status).toBe(200);
+    await fake.waitFor(1);
+    for (let i = 1; i <= 5; i += 1) {
+      expect(await post(target, { installationId: INSTALLATION, samples: samplesAt(T0 + i) })).toEqual({
+        status: 200,
+        body: { stored: 1, droppedCount: 0, dropped: [] },
+      });
+    }
+    expect(fake.holding).toBe(1);
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  test('without a key the batch is stored and nothing is forwarded', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake, { apiKey: null }));
+    expect((await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0) })).status).toBe(200);
+    expect(fake.requests).toHaveLength(0);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.none]]);
+  });
+
+  test('the log holds none of the secrets nor the planner answer', async () => {
+    const fake = planner((_, index) => (index === 0 ? { status: 503 } : { status: 400 }));
+    const target = await service(forwarding(fake, { tokens: new Map([[OTHER_INSTALLATION, OVERRIDE]]) }));
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await postAndForward(target, { installationId: OTHER_INSTALLATION, samples: samplesAt(T0) });
+    const log = target.log.lines.join('\n');
+    expect(log).toContain('planner.given_up');
+    for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'tlm']) expect(log).not.toContain(secret);
+  });
+});
+
+describe('the compiled binary', () => {
+  test('forwards, says so at start-up without the secrets, and sends what waited after a restart', async () => {
+    const binary = await compiledBinary();
+    const fake = planner(() => ({ status: 503 }));
+    const cwd = tempDir();
+    const env = { INGEST_TOKEN: OWNER_TOKEN, PLANNER_URL: fake.url, PLANNER_API_KEY: KEY, PLANNER_TOKEN: TOKEN };
+    const first = await startBinary(binary, env, cwd);
+    const sent = await fetch(new URL('/v1/telemetry', first.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) }),
+    });
+    expect(sent.status).toBe(200);
+    await fake.waitFor(1);
+    expect(await first.stop()).toBe(0);
+    expect(first.output()).toMatch(/ info started .* planner="all installations"\n/);
+
+    fake.reply = () => ({});
+    const second = await startBinary(binary, env, cwd);
+    await fake.waitFor(3);
+    expect(await second.stop()).toBe(0);
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0, T0 + 1]);
+    for (const output of [first.output(), second.output()]) {
+      for (const secret of [KEY, TOKEN, PLANNER_ERROR_BODY]) expect(output).not.toContain(secret);
+    }
+  }, 120_000);
+});
