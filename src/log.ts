@@ -22,20 +22,20 @@ const stdoutSink: LineSink = (text) => process.stdout.write(text);
 
 export function createLogger(level: LogLevel = 'info', sink: LineSink = stdoutSink): Logger {
   const threshold = rank[level];
-  let pending: string[] = [];
+  let pending = '';
   let scheduled = false;
 
   const flush = () => {
     scheduled = false;
-    if (pending.length === 0) return;
-    const text = pending.join('');
-    pending = [];
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
     sink(text);
   };
 
   const write = (lvl: LogLevel, event: string, fields?: LogFields) => {
     if (rank[lvl] < threshold) return;
-    pending.push(formatLine(new Date(), lvl, event, fields));
+    pending += formatLine(timestamp(), lvl, event, fields);
     if (!scheduled) {
       scheduled = true;
       setImmediate(flush);
@@ -51,20 +51,32 @@ export function createLogger(level: LogLevel = 'info', sink: LineSink = stdoutSi
   };
 }
 
-export function formatLine(at: Date, level: LogLevel, event: string, fields?: LogFields): string {
-  let line = `${at.toISOString()} ${level} ${event}`;
-  if (fields) {
-    for (const [key, value] of Object.entries(fields)) {
-      if (value === undefined) continue;
-      line += ` ${key}=${formatValue(value)}`;
-    }
+export function formatLine(at: string, level: LogLevel, event: string, fields?: LogFields): string {
+  let line = `${at} ${level} ${event}`;
+  for (const key in fields) {
+    const value = fields[key];
+    if (value !== undefined) line += ` ${key}=${formatValue(value)}`;
   }
   return line + '\n';
 }
 
+const BARE = /^[\w.:/@+-]+$/;
+
 function formatValue(value: string | number | boolean | null): string {
   if (typeof value !== 'string') return String(value);
-  return /^[\w.:/@+-]+$/.test(value) ? value : JSON.stringify(value);
+  return BARE.test(value) ? value : JSON.stringify(value);
+}
+
+// Under load many lines fall into one millisecond: format its time once.
+let stampMs = -1;
+let stamp = '';
+function timestamp(): string {
+  const ms = Date.now();
+  if (ms !== stampMs) {
+    stampMs = ms;
+    stamp = new Date(ms).toISOString();
+  }
+  return stamp;
 }
 
 /** A logger that keeps its lines, for tests that assert what was (not) logged. */
