@@ -7,6 +7,7 @@ import type { Write, WriteFailure } from './group.ts';
 import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { StorageError } from './open.ts';
+import { workerEntry } from './worker-entry.ts';
 
 /** A write that did not commit; `scope` tells whether its whole group was rolled back. */
 export class WriteError extends Error {
@@ -19,14 +20,6 @@ export class WriteError extends Error {
     this.scope = failure.scope;
   }
 }
-
-/**
- * In the compiled binary every module shares the entry's URL and the writer is a second entry point
- * (see the build script) at `db/writer.worker.ts` below the bundle's root.
- */
-const WRITER_ENTRY = import.meta.url.startsWith('file:///$bunfs/')
-  ? './db/writer.worker.ts'
-  : new URL('./writer.worker.ts', import.meta.url).href;
 
 interface Pending {
   write: Write;
@@ -66,7 +59,7 @@ export class Committer {
 
   /** Starts the writer on its own connection to `path`. */
   static async start(options: CommitterOptions): Promise<Committer> {
-    const worker = new Worker(WRITER_ENTRY);
+    const worker = new Worker(workerEntry('writer.worker.ts'));
     const opened = new Promise<void>((resolve, reject) => {
       const onMessage = (event: MessageEvent<FromWriter>) => {
         worker.removeEventListener('message', onMessage);

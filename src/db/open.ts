@@ -60,9 +60,9 @@ function applyPragmas(db: Database, durability: Durability): void {
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
   db.run(`PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
   db.run('PRAGMA foreign_keys = ON');
-  // Checkpoint every ~40 MiB of WAL rather than 4 MiB: pages that every group rewrites (the ends of
-  // the key b-trees, day totals) are copied into the database once per checkpoint, not once per 4 MiB.
-  db.run('PRAGMA wal_autocheckpoint = 10000');
+  // The checkpointer thread checkpoints (checkpointer.ts); a commit checkpoints by itself only as a
+  // safety net, should the WAL ever reach ~200 MiB.
+  db.run('PRAGMA wal_autocheckpoint = 50000');
   // …and give the space back after a checkpoint instead of keeping a WAL of the peak's size.
   db.run('PRAGMA journal_size_limit = 67108864');
   // Memory for hot pages of the day totals and samples index; 16 MiB per connection.

@@ -1,6 +1,7 @@
 /** The database as the service uses it: a read connection on this thread, writes through the writer. */
 import type { Database } from 'bun:sqlite';
 import type { StorageConfig } from '../config.ts';
+import { startCheckpointer, type Checkpointer } from './checkpointer.ts';
 import { Committer } from './committer.ts';
 import { migrate } from './migrate.ts';
 import { openDatabase, ormOf, type Orm } from './open.ts';
@@ -20,6 +21,7 @@ export interface StorageOptions extends Pick<StorageConfig, 'databasePath' | 'du
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const db = openDatabase(options.databasePath, options.durability);
   let committer: Committer;
+  let checkpointer: Checkpointer;
   try {
     migrate(db);
     committer = await Committer.start({
@@ -27,6 +29,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       durability: options.durability,
       maxGroupWrites: options.maxGroupWrites,
     });
+    checkpointer = await startCheckpointer(options.databasePath, options.durability);
   } catch (error) {
     db.close();
     throw error;
@@ -36,6 +39,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     orm: ormOf(db),
     committer,
     async close() {
+      await checkpointer.stop();
       await committer.close();
       db.close();
     },
