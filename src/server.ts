@@ -48,7 +48,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       service.devices.stop();
       service.pairing?.book.stop();
       await storage.close();
-      log.info('stopped');
+      log.info('stopped', { groups: storage.committer.stats.groups, writes: storage.committer.stats.writes });
       log.flush();
     })());
 
