@@ -43,7 +43,8 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     lock: new ApprovalLock(config.approvalPassword, now),
   };
 
-  const app = new Elysia()
+  // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
+  const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(telemetryRoutes({ auth, committer: storage.committer, forwarder: forwarder ?? planner, log, now }))

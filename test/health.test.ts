@@ -20,3 +20,10 @@ test('an unknown path is 404 {"error":"not found"}', async () => {
     body: { error: 'not found' },
   });
 });
+
+test('a short host name (http://nas/) reaches the same routes', async () => {
+  for (const origin of ['http://nas', 'http://x', 'http://192.168.1.2:8080']) {
+    const response = await service.app.handle(new Request(`${origin}/v1/health?probe=1`));
+    expect(await answer(response)).toEqual({ status: 200, body: { status: 'ok' } });
+  }
+});
