@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { buildBinary } from './lib.ts';
 
-const BENCHMARKS = ['foundation', 'telemetry', 'consumption'];
+const BENCHMARKS = ['foundation', 'telemetry', 'consumption', 'durability'];
 
 await buildBinary();
 let failed = 0;
