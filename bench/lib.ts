@@ -205,18 +205,20 @@ export const median = (values: number[]) => {
  * other round so neither always runs on a warmer or cooler machine, and keeps every result.
  */
 export async function alternate<T>(rounds: number, a: () => Promise<T>, b: () => Promise<T>): Promise<[T[], T[]]> {
-  const first: T[] = [];
-  const second: T[] = [];
+  const [first, second] = await rotate(rounds, [a, b]);
+  return [first!, second!];
+}
+
+/** Like `alternate` for any number of sides: each round starts one side later than the last. */
+export async function rotate<T>(rounds: number, sides: (() => Promise<T>)[]): Promise<T[][]> {
+  const results = sides.map((): T[] => []);
   for (let round = 0; round < rounds; round++) {
-    if (round % 2 === 0) {
-      first.push(await a());
-      second.push(await b());
-    } else {
-      second.push(await b());
-      first.push(await a());
+    for (let turn = 0; turn < sides.length; turn++) {
+      const side = (round + turn) % sides.length;
+      results[side]!.push(await sides[side]!());
     }
   }
-  return [first, second];
+  return results;
 }
 
 /** The median run of a set, by rate. */

@@ -23,6 +23,8 @@ export interface StorageConfig {
   databasePath: string;
   durability: Durability;
   logLevel: LogLevel;
+  /** Writes per group transaction at most (EV_INGEST_BENCH_GROUP_WRITES): a benchmark's switch, unset in service. */
+  maxGroupWrites?: number;
 }
 
 export interface Config extends StorageConfig {
@@ -107,7 +109,18 @@ export function storageConfig(env: Env): StorageConfig {
     databasePath: nonEmpty(env.DATABASE_PATH) ?? DEFAULT_DATABASE_PATH,
     durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
   };
+}
+
+/** Only the durability benchmark sets it (1: one transaction per request, its baseline). */
+function benchGroupWrites(value: string | undefined): number | undefined {
+  const text = nonEmpty(value);
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || Number(text) < 1) {
+    throw new ConfigError('EV_INGEST_BENCH_GROUP_WRITES must be a positive whole number (a benchmark switch; leave it unset)');
+  }
+  return Number(text);
 }
 
 /** Everything the server needs, checked. */

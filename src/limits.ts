@@ -2,6 +2,13 @@
 export const limits = {
   /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
   bodyBytes: 524_288,
+  /**
+   * Bytes of an oversized body read past the cap and discarded before answering 400, so a client still
+   * sending reads the answer instead of a reset (16 MiB); a larger body is answered at once and cut off.
+   */
+  bodyDrainBytes: 16 * 1024 * 1024,
+  /** Bytes drained (by all requests together) between two full garbage collections, so drains keep memory flat. */
+  bodyDrainCollectBytes: 8 * 1024 * 1024,
   /** Days returned by the consumption history. */
   historyDays: 400,
   /** Installations whose serialized history answer is kept in memory (about 40 kB each). */

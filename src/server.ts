@@ -31,6 +31,9 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     pairing: service.pairing !== null,
     planner: service.planner.coverage,
   });
+  if (config.maxGroupWrites !== undefined) {
+    log.warn('bench.group_writes', { maxGroupWrites: config.maxGroupWrites, hint: 'a benchmark switch: unset EV_INGEST_BENCH_GROUP_WRITES' });
+  }
   if (service.pairing && config.publicUrl === '') {
     log.warn('pairing.public_url_unset', {
       hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',

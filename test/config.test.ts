@@ -126,6 +126,17 @@ describe('readEnvironment', () => {
     );
   });
 
+  test('EV_INGEST_BENCH_GROUP_WRITES (a benchmark switch) is unset by default, else a positive whole number', () => {
+    expect(storageConfig({}).maxGroupWrites).toBeUndefined();
+    expect(storageConfig({ EV_INGEST_BENCH_GROUP_WRITES: '1' }).maxGroupWrites).toBe(1);
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, EV_INGEST_BENCH_GROUP_WRITES: ' 250 ' }).maxGroupWrites).toBe(250);
+    for (const value of ['0', '-1', '1.5', '1e3', 'one']) {
+      expect(refusal({ INGEST_TOKEN: TOKEN, EV_INGEST_BENCH_GROUP_WRITES: value })).toBe(
+        'EV_INGEST_BENCH_GROUP_WRITES must be a positive whole number (a benchmark switch; leave it unset)',
+      );
+    }
+  });
+
   test('the command-line tools need only DATABASE_PATH', () => {
     expect(storageConfig({ DATABASE_PATH: '/var/lib/ev/ev.db' })).toEqual({
       databasePath: '/var/lib/ev/ev.db',

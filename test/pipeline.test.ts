@@ -1,6 +1,5 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { connect } from 'node:net';
 import { assertMayUse } from '../src/http/auth.ts';
 import { readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, ingestRoute, noContent } from '../src/http/ingest.ts';
@@ -15,6 +14,7 @@ import {
   startTestService,
   type TestService,
 } from './support.ts';
+import { upload } from './upload.ts';
 
 const DEVICE_TOKEN = 'D'.repeat(limits.deviceTokenChars);
 let service: TestService;
@@ -92,36 +92,57 @@ describe('body', () => {
     expect(await answer(refused)).toEqual({ status: 400, body: { error: 'body is too large' } });
   });
 
-  test('a Content-Length over the cap is refused without reading the body', async () => {
-    let pulled = 0;
-    const stream = new ReadableStream({
-      pull(controller) {
-        pulled += 1;
-        controller.enqueue(new Uint8Array(1024));
-      },
-    });
-    const request = new Request('http://localhost/x', {
-      method: 'POST',
-      headers: { 'content-length': String(limits.bodyBytes + 1) },
-      body: stream,
-    });
-    await expect(readBody(request)).rejects.toMatchObject({ status: 400, message: 'body is too large' });
-    expect(pulled).toBeLessThanOrEqual(1); // a stream may pre-pull its first chunk on creation
-  });
-
-  test('a 5 MB chunked body is refused after reading no more than the cap plus one chunk', async () => {
+  /** A body stream of `size` bytes in 64 KiB chunks (endless without a size), counting what was pulled. */
+  function sizedStream(size = Infinity) {
     const chunk = 64 * 1024;
-    let consumed = 0;
+    const counted = { pulled: 0, chunk };
     const stream = new ReadableStream({
       pull(controller) {
-        if (consumed >= 5 * 1024 * 1024) return controller.close();
-        consumed += chunk;
+        if (counted.pulled >= size) return controller.close();
+        counted.pulled += chunk;
         controller.enqueue(new Uint8Array(chunk));
       },
     });
+    return { stream, counted };
+  }
+  const tooLarge = { status: 400, message: 'body is too large', headers: { Connection: 'close' } };
+
+  test('a Content-Length over the cap plus the drain bound is refused without reading the body', async () => {
+    const { stream, counted } = sizedStream();
+    const headers = { 'content-length': String(limits.bodyBytes + limits.bodyDrainBytes + 1) };
+    const request = new Request('http://localhost/x', { method: 'POST', headers, body: stream });
+    await expect(readBody(request)).rejects.toMatchObject(tooLarge);
+    expect(counted.pulled).toBeLessThanOrEqual(64 * 1024); // a stream may pre-pull its first chunk on creation
+  });
+
+  test('a 5 MB body with Content-Length is drained to its end before the 400, none of it buffered', async () => {
+    const size = 5 * 1024 * 1024;
+    const { stream, counted } = sizedStream(size);
+    const request = new Request('http://localhost/x', { method: 'POST', headers: { 'content-length': String(size) }, body: stream });
+    const meter = { read: 0, buffered: 0 };
+    await expect(readBody(request, limits.bodyBytes, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    expect(meter).toEqual({ read: size, buffered: 0 });
+    expect(counted.pulled).toBe(size);
+  });
+
+  test('a 5 MB chunked body is refused after buffering no more than the cap, the rest read and discarded', async () => {
+    const size = 5 * 1024 * 1024;
+    const { stream } = sizedStream(size);
+    const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request)).rejects.toMatchObject({ status: 400, message: 'body is too large' });
-    expect(consumed).toBeLessThanOrEqual(limits.bodyBytes + 2 * chunk); // the cap, one chunk, one read-ahead
+    await expect(readBody(request, limits.bodyBytes, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
+    expect(meter.read).toBe(size);
+  });
+
+  test('an endless chunked body is cut off once the drain bound is read', async () => {
+    const { stream, counted } = sizedStream();
+    const meter = { read: 0, buffered: 0 };
+    const request = new Request('http://localhost/x', { method: 'POST', body: stream });
+    await expect(readBody(request, limits.bodyBytes, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
+    expect(meter.read).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + counted.chunk);
+    expect(counted.pulled).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + 2 * counted.chunk); // one read-ahead
   });
 
   test.each([
@@ -138,16 +159,20 @@ describe('body', () => {
     });
   });
 
-  test('a 5 MB chunked upload gets its 400 on a real socket', async () => {
+  test.each(['chunked', 'length'] as const)('20 parallel 5 MB uploads (%s) each read the 400 on a real socket', async (framing) => {
     const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);
     try {
-      const reply = await uploadChunked(server.port!, 5 * 1024 * 1024);
-      expect(reply).toStartWith('HTTP/1.1 400');
-      expect(reply).toContain('{"error":"body is too large"}');
+      const options = { port: server.port!, path: '/test/echo', token: OWNER_TOKEN, bytes: 5 * 1024 * 1024, framing };
+      const results = await Promise.all(Array.from({ length: 20 }, () => upload(options)));
+      for (const { reply, sent, error } of results) {
+        expect({ error, sent }).toEqual({ error: null, sent: options.bytes });
+        expect(reply).toStartWith('HTTP/1.1 400');
+        expect(reply).toEndWith('\r\n\r\n{"error":"body is too large"}');
+      }
     } finally {
       await server.stop(true);
     }
-  });
+  }, 30_000);
 });
 
 test('an unexpected failure is 500 "internal server error", its detail only in the log', async () => {
@@ -155,27 +180,3 @@ test('an unexpected failure is 500 "internal server error", its detail only in t
   expect(await answer(response)).toEqual({ status: 500, body: { error: 'internal server error' } });
   expect(service.log.lines.some((line) => line.includes('disk on fire at /secret/path'))).toBe(true);
 });
-
-/** Sends `size` bytes chunked to the echo route of a real server, as a client that reads while sending. */
-function uploadChunked(port: number, size: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let reply = '';
-    socket.on('data', (data) => (reply += data.toString('latin1')));
-    socket.on('error', (error) => (reply ? resolve(reply) : reject(error)));
-    socket.on('close', () => resolve(reply));
-    socket.on('connect', async () => {
-      socket.write(
-        'POST /test/echo HTTP/1.1\r\nHost: localhost\r\n' +
-          `Authorization: Bearer ${OWNER_TOKEN}\r\n` +
-          'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
-      );
-      const piece = Buffer.alloc(64 * 1024, 0x20);
-      for (let sent = 0; sent < size && !socket.destroyed && reply === ''; sent += piece.length) {
-        const flushed = socket.write(`${piece.length.toString(16)}\r\n`) && socket.write(piece) && socket.write('\r\n');
-        if (!flushed) await new Promise((done) => socket.once('drain', done));
-      }
-      if (!socket.destroyed) socket.end('0\r\n\r\n');
-    });
-  });
-}

@@ -14,9 +14,7 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-export interface StorageOptions extends Pick<StorageConfig, 'databasePath' | 'durability'> {
-  maxGroupWrites?: number;
-}
+export type StorageOptions = Pick<StorageConfig, 'databasePath' | 'durability' | 'maxGroupWrites'>;
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const db = openDatabase(options.databasePath, options.durability);

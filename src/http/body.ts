@@ -1,4 +1,8 @@
-/** Reading request bodies with a hard cap: never more than the cap plus one chunk sits in memory. */
+/**
+ * Reading request bodies with a hard cap: never more than the cap sits in memory. The rest of an
+ * oversized body is read and thrown away up to a bound (the drain) before answering, because a client
+ * still sending when the server closes sees a reset instead of the 400.
+ */
 import { limits } from '../limits.ts';
 import { badRequest, HttpError, messages } from './errors.ts';
 
@@ -8,44 +12,84 @@ const tooLarge = () => badRequest(messages.bodyTooLarge, { Connection: 'close' }
 /** A body still arriving at the deadline (a trickling client) is refused; closing stops the trickle. */
 const tooSlow = () => badRequest(messages.bodyUnreadable, { Connection: 'close' });
 
+/** What one read took from a streamed body and the most of it held at once (tests watch the drain). */
+export interface BodyMeter {
+  read: number;
+  buffered: number;
+}
+
 export async function readBody(
   request: Request,
   cap: number = limits.bodyBytes,
   deadlineMs: number = limits.bodyReadMs,
+  meter: BodyMeter = { read: 0, buffered: 0 },
 ): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
-  if (declared !== null && Number(declared) > cap) throw tooLarge();
+  const declaredBytes = declared === null ? null : Number(declared);
+  if (declaredBytes !== null && declaredBytes > cap + limits.bodyDrainBytes) throw tooLarge(); // not worth draining
   if (request.body === null) return new Uint8Array(0);
   let timer: Timer | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(tooSlow()), deadlineMs);
   });
   try {
-    // HTTP framing holds a body with a declared length to that length: read it in one piece.
-    return await (declared !== null ? readDeclared(request, cap, deadline) : readChunked(request, cap, deadline));
+    // HTTP framing holds a body with a declared length to that length: one within the cap is read in one piece.
+    if (declaredBytes !== null && declaredBytes <= cap) return await readDeclared(request, cap, deadline);
+    return await readStream(request, cap, deadline, meter, declaredBytes !== null);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function readChunked(request: Request, cap: number, deadline: Promise<never>): Promise<Uint8Array> {
+/**
+ * Reads a chunked body (or drains one declared over the cap): chunks are kept up to the cap, and past
+ * it dropped as they arrive until the body ends, the drain bound or the deadline; then 400 too large.
+ */
+async function readStream(
+  request: Request,
+  cap: number,
+  deadline: Promise<never>,
+  meter: BodyMeter,
+  oversized: boolean,
+): Promise<Uint8Array> {
   const reader = request.body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
+  let chunks: Uint8Array[] = [];
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
-      length += value.byteLength;
-      if (length > cap) throw tooLarge();
+      meter.read += value.byteLength;
+      if (meter.read > cap + limits.bodyDrainBytes) throw tooLarge();
+      if (oversized || meter.read > cap) {
+        oversized = true;
+        chunks = [];
+        collectDrained(value.byteLength);
+        continue;
+      }
       chunks.push(value);
+      meter.buffered = meter.read;
     }
   } catch (error) {
     reader.cancel().catch(() => {});
+    if (oversized) throw tooLarge(); // the deadline or a failed read during the drain: still too large
     if (error instanceof HttpError) throw error;
     throw badRequest(messages.bodyUnreadable);
   }
-  return concat(chunks, length);
+  if (oversized) throw tooLarge();
+  return concat(chunks, meter.read);
+}
+
+/**
+ * Drained chunks are garbage at once, but the engine collects them late: left alone, drains grow the
+ * heap by about what they read. A full collection (~10 ms) every `bodyDrainCollectBytes` drained,
+ * counted process-wide because the heap is, keeps memory flat at a cost only oversized uploads pay.
+ */
+let drainedSinceCollection = 0;
+function collectDrained(bytes: number): void {
+  drainedSinceCollection += bytes;
+  if (drainedSinceCollection < limits.bodyDrainCollectBytes) return;
+  drainedSinceCollection = 0;
+  Bun.gc(true);
 }
 
 async function readDeclared(request: Request, cap: number, deadline: Promise<never>): Promise<Uint8Array> {

@@ -2,13 +2,18 @@ import { expect, test } from 'bun:test';
 import { readBody } from '../../src/http/body.ts';
 import { HttpError } from '../../src/http/errors.ts';
 
-/** A request whose body sends one byte every `everyMs`, forever (until cancelled). */
-function tricklingRequest(everyMs: number, headers: Record<string, string> = {}): { request: Request; cancelled: Promise<void> } {
+/** A request whose body sends `firstBytes` at once, then one byte every `everyMs`, forever (until cancelled). */
+function tricklingRequest(
+  everyMs: number,
+  headers: Record<string, string> = {},
+  firstBytes = 0,
+): { request: Request; cancelled: Promise<void> } {
   let timer: Timer;
   let onCancel!: () => void;
   const cancelled = new Promise<void>((resolve) => (onCancel = resolve));
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
+      if (firstBytes > 0) controller.enqueue(new Uint8Array(firstBytes));
       timer = setInterval(() => controller.enqueue(new Uint8Array([0x20])), everyMs);
     },
     cancel() {
@@ -31,6 +36,13 @@ test('a body of declared length that trickles is cut off by the same deadline', 
   const { request } = tricklingRequest(20, { 'content-length': '1000' });
   const error = await readBody(request, 524_288, 300).catch((caught: unknown) => caught);
   expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
+});
+
+test('an oversized body still arriving at the deadline while it is drained is answered too large', async () => {
+  const { request, cancelled } = tricklingRequest(20, {}, 2048);
+  const error = await readBody(request, 1024, 300).catch((caught: unknown) => caught);
+  expect(error).toMatchObject({ status: 400, message: 'body is too large', headers: { Connection: 'close' } });
+  await cancelled;
 });
 
 test('a body that arrives within the deadline is read whole', async () => {

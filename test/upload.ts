@@ -1,0 +1,52 @@
+/** A raw HTTP upload over node:net, as a client that keeps sending its body while it waits for the answer. */
+import { connect } from 'node:net';
+
+export interface UploadOptions {
+  port: number;
+  path: string;
+  token: string;
+  bytes: number;
+  /** `chunked` sends Transfer-Encoding: chunked; `length` declares the size in Content-Length. */
+  framing: 'chunked' | 'length';
+}
+
+export interface UploadResult {
+  /** Everything the server sent back (latin1). */
+  reply: string;
+  /** Body bytes the kernel took before the connection ended (the whole body when it was not cut off). */
+  sent: number;
+  /** The socket error (e.g. ECONNRESET, EPIPE), when there was one. */
+  error: string | null;
+}
+
+const PIECE = 64 * 1024;
+
+/** Sends the upload and resolves once the server has closed the connection (or after `timeoutMs`). */
+export function upload({ port, path, token, bytes, framing }: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const result: UploadResult = { reply: '', sent: 0, error: null };
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    socket.on('data', (data) => void (result.reply += data.toString('latin1')));
+    socket.on('error', (error: NodeJS.ErrnoException) => void (result.error ??= error.code ?? error.message));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(result);
+    });
+    const write = (data: string | Buffer) =>
+      new Promise<boolean>((done) => socket.write(data, (error) => done(!error && !socket.destroyed)));
+    socket.on('connect', async () => {
+      const framingHeader = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes}`;
+      const head = `POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n`;
+      if (!(await write(`${head}Content-Type: application/json\r\n${framingHeader}\r\n\r\n`))) return;
+      const piece = Buffer.alloc(PIECE, 0x20);
+      const frame = framing === 'chunked' ? (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : (data: Buffer) => data;
+      while (result.sent < bytes) {
+        const data = piece.subarray(0, Math.min(PIECE, bytes - result.sent));
+        if (!(await write(frame(data)))) return;
+        result.sent += data.length;
+      }
+      if (framing === 'chunked') await write('0\r\n\r\n');
+    });
+  });
+}
