@@ -27,7 +27,6 @@ const styleHash = createHash('sha256').update(safeStyle).digest('base64');
 
 /** Headers of every `/pair` answer: no script, no framing, nothing cached, no referrer leaking the code. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Type': 'text/html; charset=utf-8',
   'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
@@ -35,9 +34,15 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': 'no-store',
 };
 
-/** An HTML answer with the page headers. */
-export async function pageResponse(status: number, page: JSX.Element, headers: Record<string, string> = {}) {
-  return new Response(`<!doctype html>${await page}`, { status, headers: { ...PAGE_HEADERS, ...headers } });
+/** A page to answer with: its status, the page, and headers beyond `PAGE_HEADERS`. */
+export interface PageAnswer {
+  status: number;
+  page: JSX.Element;
+  headers: Record<string, string>;
+}
+
+export function pageAnswer(status: number, page: JSX.Element, headers: Record<string, string> = {}): PageAnswer {
+  return { status, page, headers };
 }
 
 function Layout({ title, children }: { title: string; children: Children }) {

@@ -3,6 +3,7 @@
  * Pairing: the car's JSON endpoints (`/v1/pair/start`, `/v1/pair/poll`) and the owner's approval
  * page (`/pair`). Registered only when APPROVAL_PASSWORD is set.
  */
+import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { readBody, readJsonObject } from '../http/body.ts';
@@ -14,7 +15,7 @@ import type { PairingBook } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
 import type { ApprovalLock } from './lock.ts';
 import { parsePoll, parseStart } from './model.ts';
-import { ApprovalPage, CodePage, lockedText, MessagePage, OutcomePage, pageResponse } from './page.tsx';
+import { ApprovalPage, CodePage, lockedText, MessagePage, OutcomePage, PAGE_HEADERS, pageAnswer, type PageAnswer } from './page.tsx';
 
 export interface PairingDeps {
   book: PairingBook;
@@ -23,33 +24,49 @@ export interface PairingDeps {
   log: Logger;
 }
 
+type PageHandler = (request: Request) => Promise<PageAnswer>;
+
+interface PageContext {
+  request: Request;
+  set: { status?: number | string; headers: Record<string, string | number> };
+  html(page: JSX.Element): string | Response | Promise<string | Response>;
+}
+
 const UNKNOWN_CODE = 'This code is unknown or has expired. Start pairing again on the car.';
 
 export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
+  /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
+  const answerOf = async (handle: PageHandler, request: Request): Promise<PageAnswer> => {
+    try {
+      return await handle(request);
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 400) {
+        return pageAnswer(400, <MessagePage title="Form not accepted" text="The form could not be read. Go back and try again." />);
+      }
+      log.error('pair.page_failed', { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+      return pageAnswer(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
+    }
+  };
+
   /** Every `/pair` answer is a page with the strict headers, failures included. */
   const page =
-    (handle: (request: Request) => Promise<Response>) =>
-    async ({ request }: { request: Request }) => {
-      try {
-        return await handle(request);
-      } catch (error) {
-        if (error instanceof HttpError && error.status === 400) {
-          return pageResponse(400, <MessagePage title="Form not accepted" text="The form could not be read. Go back and try again." />);
-        }
-        log.error('pair.page_failed', { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
-        return pageResponse(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
-      }
+    (handle: PageHandler) =>
+    async ({ request, set, html }: PageContext) => {
+      const { status, page, headers } = await answerOf(handle, request);
+      set.status = status;
+      Object.assign(set.headers, PAGE_HEADERS, headers);
+      return html(page);
     };
 
   const showCode = async (request: Request) => {
     const input = new URL(request.url).searchParams.get('code');
-    if (input === null) return pageResponse(200, <CodePage />);
+    if (input === null) return pageAnswer(200, <CodePage />);
     const code = parseUserCode(input);
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return pageResponse(404, <CodePage notice={UNKNOWN_CODE} />);
-    if (pairing.state === 'pending') return pageResponse(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
+    if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (pairing.state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
     const outcome = pairing.state === 'denied' ? 'denied' : 'approved';
-    return pageResponse(200, <OutcomePage outcome={outcome} request={pairing} before />);
+    return pageAnswer(200, <OutcomePage outcome={outcome} request={pairing} before />);
   };
 
   // Checked in the contract's order: the lock, the code, the password, then the decision.
@@ -59,25 +76,27 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, limits.approvalFormBytes)));
     const code = parseUserCode(form.get('code'));
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return pageResponse(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
     if (lock.check(form.get('password') ?? '') === 'wrong') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
       const nowLocked = lock.retryAfterSeconds();
       return nowLocked > 0
-        ? pageResponse(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} />, { 'Retry-After': String(nowLocked) })
-        : pageResponse(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Wrong password. Try again." />);
+        ? pageAnswer(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} />, { 'Retry-After': String(nowLocked) })
+        : pageAnswer(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Wrong password. Try again." />);
     }
     const decision = form.get('decision');
     if (decision !== 'approve' && decision !== 'deny') {
-      return pageResponse(400, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Choose Approve or Deny." />);
+      return pageAnswer(400, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Choose Approve or Deny." />);
     }
     const before = pairing.state !== 'pending';
     const result = await book.decide(pairing, decision);
-    if (result === 'expired') return pageResponse(404, <CodePage notice={UNKNOWN_CODE} />);
-    return pageResponse(200, <OutcomePage outcome={result === 'denied' ? 'denied' : 'approved'} request={pairing} before={before} />);
+    if (result === 'expired') return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
+    return pageAnswer(200, <OutcomePage outcome={result === 'denied' ? 'denied' : 'approved'} request={pairing} before={before} />);
   };
 
   return new Elysia({ name: 'pairing' })
+    // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
+    .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
     .post(
       '/v1/pair/start',
       async ({ request }) => {
@@ -100,12 +119,12 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     .all('/pair', page(notAllowed), { parse: 'none' });
 }
 
-async function notAllowed(): Promise<Response> {
-  return pageResponse(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
+async function notAllowed(): Promise<PageAnswer> {
+  return pageAnswer(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
 }
 
-function lockedPage(lock: ApprovalLock): Promise<Response> | null {
+function lockedPage(lock: ApprovalLock): PageAnswer | null {
   const seconds = lock.retryAfterSeconds();
   if (seconds === 0) return null;
-  return pageResponse(429, <MessagePage title="Locked for now" text={lockedText(seconds)} />, { 'Retry-After': String(seconds) });
+  return pageAnswer(429, <MessagePage title="Locked for now" text={lockedText(seconds)} />, { 'Retry-After': String(seconds) });
 }
