@@ -1,6 +1,7 @@
 /** Starting and stopping the checkpointer thread (checkpointer.worker.ts). */
 import type { Durability } from '../config.ts';
 import { limits } from '../limits.ts';
+import type { Logger } from '../log.ts';
 import type { ToCheckpointer } from './protocol.ts';
 import { workerEntry } from './worker-entry.ts';
 
@@ -8,23 +9,34 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export async function startCheckpointer(path: string, durability: Durability): Promise<Checkpointer> {
+/**
+ * Starts the checkpointer without waiting for it: serving need not wait for a thread that only
+ * tidies up. Should it fail, commits still checkpoint by themselves past ~200 MiB of WAL (open.ts).
+ */
+export function startCheckpointer(path: string, durability: Durability, log?: Logger): Checkpointer {
   const worker = new Worker(workerEntry('checkpointer.worker.ts'));
-  const answer = (type: string) =>
-    new Promise<void>((resolve, reject) => {
-      worker.addEventListener('message', (event: MessageEvent<{ type: string }>) => event.data.type === type && resolve());
-      worker.addEventListener('error', (event) => reject(new Error(`checkpointer failed: ${event.message}`)), { once: true });
-    });
+  let failed = false;
+  worker.addEventListener('error', (event) => {
+    failed = true;
+    log?.error('checkpointer.failed', { reason: event.message });
+  });
   const post = (message: ToCheckpointer) => worker.postMessage(message);
-  const started = answer('started');
   post({ type: 'start', path, durability, intervalMs: limits.checkpointIntervalMs });
-  await started;
   return {
-    async stop() {
-      const stopped = answer('stopped');
-      post({ type: 'stop' });
-      await stopped;
-      worker.terminate();
+    stop() {
+      if (failed) {
+        worker.terminate();
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          worker.terminate();
+          resolve();
+        };
+        worker.addEventListener('message', (event: MessageEvent<{ type: string }>) => event.data.type === 'stopped' && done());
+        worker.addEventListener('error', done);
+        post({ type: 'stop' });
+      });
     },
   };
 }

@@ -1,6 +1,7 @@
 /** The database as the service uses it: a read connection on this thread, writes through the writer. */
 import type { Database } from 'bun:sqlite';
 import type { StorageConfig } from '../config.ts';
+import type { Logger } from '../log.ts';
 import { startCheckpointer, type Checkpointer } from './checkpointer.ts';
 import { Committer } from './committer.ts';
 import { migrate } from './migrate.ts';
@@ -14,7 +15,10 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-export type StorageOptions = Pick<StorageConfig, 'databasePath' | 'durability' | 'maxGroupWrites'>;
+export interface StorageOptions extends Pick<StorageConfig, 'databasePath' | 'durability' | 'maxGroupWrites'> {
+  /** Where a failure of a background thread is reported. */
+  log?: Logger;
+}
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const db = openDatabase(options.databasePath, options.durability);
@@ -27,7 +31,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       durability: options.durability,
       maxGroupWrites: options.maxGroupWrites,
     });
-    checkpointer = await startCheckpointer(options.databasePath, options.durability);
+    checkpointer = startCheckpointer(options.databasePath, options.durability, options.log);
   } catch (error) {
     db.close();
     throw error;
