@@ -20,6 +20,12 @@ export function compiledBinary(): Promise<string> {
 
 let starts = 0;
 
+// A test that fails before it stops its server must not leave the process running.
+const running = new Set<Bun.Subprocess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 export interface RunningBinary {
   url: URL;
   process: Bun.Subprocess;
@@ -42,6 +48,8 @@ export async function startBinary(binary: string, env: Record<string, string>, c
     stdout: Bun.file(logPath),
     stderr: 'pipe',
   });
+  running.add(child);
+  child.exited.then(() => running.delete(child));
   const output = () => (existsSync(logPath) ? readFileSync(logPath, 'utf8') : '');
   const deadline = Date.now() + 10_000;
   let address: string | undefined;
