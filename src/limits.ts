@@ -53,8 +53,6 @@ export const limits = {
   bodyReadMs: 30_000,
   /** Seconds a connection may stay silent (no byte either way) before it is closed (Bun.serve idleTimeout). */
   idleTimeoutSeconds: 10,
-  /** How often the checkpointer thread copies the WAL's committed pages into the database file. */
-  checkpointIntervalMs: 250,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */

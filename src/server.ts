@@ -15,7 +15,7 @@ export interface Running {
 }
 
 export async function serve(config: Config, log: Logger): Promise<Running> {
-  const storage = await openStorage({ ...config, log });
+  const storage = await openStorage(config);
   const service = createApp({ config, storage, log });
   service.devices.watch();
   service.pairing?.book.watch();

@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StorageError } from '../src/db/open.ts';
 import { openStorage } from '../src/db/storage.ts';
@@ -52,27 +52,4 @@ test('a restart keeps paired devices, and revoked ones stay revoked', async () =
   // Migrations ran once, not again at the restart.
   expect(raw.query('SELECT count(*) AS n FROM __drizzle_migrations').get()).toEqual({ n: journal.entries.length });
   raw.close();
-});
-
-test('the checkpointer thread copies committed pages into the database file while the server runs', async () => {
-  const dir = tempDir();
-  const path = join(dir, 'ev-ingest.db');
-  const storage = await openStorage({ databasePath: path, durability: 'full' });
-  const before = statSync(path).size;
-  // ~100 pages of devices, far below the writer's own checkpoint threshold of 50000 pages.
-  await Promise.all(
-    Array.from({ length: 2000 }, (_, n) =>
-      storage.committer.write('insertDevice', {
-        id: `device-${n}`,
-        installationId: INSTALLATION,
-        name: 'x'.repeat(100),
-        tokenHash: tokenHash(`token-${n}`),
-        createdAt: n,
-      }),
-    ),
-  );
-  const deadline = Date.now() + 5000;
-  while (statSync(path).size <= before + 100 * 4096 && Date.now() < deadline) await Bun.sleep(50);
-  expect(statSync(path).size).toBeGreaterThan(before + 100 * 4096);
-  await storage.close();
 });

@@ -16,7 +16,3 @@ export type FromWriter =
   | { type: 'pragma'; rows: unknown[] | null; error?: string }
   | { type: 'closed' };
 
-/** Messages from the main thread to the checkpointer, which answers `started` and `stopped`. */
-export type ToCheckpointer =
-  | { type: 'start'; path: string; durability: Durability; intervalMs: number }
-  | { type: 'stop' };

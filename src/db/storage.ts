@@ -1,8 +1,6 @@
 /** The database as the service uses it: a read connection on this thread, writes through the writer. */
 import type { Database } from 'bun:sqlite';
 import type { StorageConfig } from '../config.ts';
-import type { Logger } from '../log.ts';
-import { startCheckpointer, type Checkpointer } from './checkpointer.ts';
 import { Committer } from './committer.ts';
 import { migrate } from './migrate.ts';
 import { openDatabase, ormOf, type Orm } from './open.ts';
@@ -15,15 +13,11 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-export interface StorageOptions extends Pick<StorageConfig, 'databasePath' | 'durability' | 'maxGroupWrites'> {
-  /** Where a failure of a background thread is reported. */
-  log?: Logger;
-}
+export type StorageOptions = Pick<StorageConfig, 'databasePath' | 'durability' | 'maxGroupWrites'>;
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const db = openDatabase(options.databasePath, options.durability);
   let committer: Committer;
-  let checkpointer: Checkpointer;
   try {
     migrate(db);
     committer = await Committer.start({
@@ -31,7 +25,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       durability: options.durability,
       maxGroupWrites: options.maxGroupWrites,
     });
-    checkpointer = startCheckpointer(options.databasePath, options.durability, options.log);
   } catch (error) {
     db.close();
     throw error;
@@ -41,7 +34,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     orm: ormOf(db),
     committer,
     async close() {
-      await checkpointer.stop();
       await committer.close();
       db.close();
     },
