@@ -6,7 +6,7 @@
  * Rounds alternate forwarding off and on; it reports wrk's rate of each and checks that every
  * sample of the fleet reached the planner exactly once.
  *
- * Environment: BENCH_SECONDS (per round, default 10), BENCH_REPEATS (rounds of each, default 3).
+ * Environment: BENCH_SECONDS (per round, default 10), BENCH_ROUNDS (rounds of each, default 3).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import type { RunningBinary } from '../test/binary.ts';
 import { AUTHORIZATION, buildBinary, knob, LUA_AUTHORIZATION, median, startService, wrk as runWrk } from './lib.ts';
 
 const SECONDS = knob('BENCH_SECONDS', 10);
-const ROUNDS = knob('BENCH_REPEATS', 3);
+const ROUNDS = knob('BENCH_ROUNDS', 3);
 const FLEET = 100;
 const BATCH = 10;
 const CONNECTIONS = 32;
