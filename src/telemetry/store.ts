@@ -28,18 +28,21 @@ const numericColumns = [0, ...sampleFieldNames.flatMap((name, i) => (sampleField
 const textColumns = sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [i + 1] : []));
 
 export function packRows(rows: SampleRow[]): PackedRows {
-  const numbers = new Float64Array(rows.length * numericColumns.length);
+  const numericWidth = numericColumns.length;
+  const textWidth = textColumns.length;
+  const numbers = new Float64Array(rows.length * numericWidth);
   let texts: (string | null)[] | null = null;
-  rows.forEach((row, r) => {
-    numericColumns.forEach((column, c) => {
-      numbers[r * numericColumns.length + c] = (row[column] as number | null) ?? NaN;
-    });
-    textColumns.forEach((column, c) => {
-      if (row[column] === null) return;
-      texts ??= new Array(rows.length * textColumns.length).fill(null);
-      texts[r * textColumns.length + c] = row[column] as string;
-    });
-  });
+  // Plain loops: this runs for every value of every batch on the request thread.
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r]!;
+    for (let c = 0; c < numericWidth; c++) numbers[r * numericWidth + c] = (row[numericColumns[c]!] as number | null) ?? NaN;
+    for (let c = 0; c < textWidth; c++) {
+      const value = row[textColumns[c]!];
+      if (value === null) continue;
+      texts ??= new Array(rows.length * textWidth).fill(null);
+      texts[r * textWidth + c] = value as string;
+    }
+  }
   return { count: rows.length, numbers, texts };
 }
 
