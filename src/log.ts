@@ -51,7 +51,7 @@ export function createLogger(level: LogLevel = 'info', sink: LineSink = stdoutSi
   };
 }
 
-export function formatLine(at: string, level: LogLevel, event: string, fields?: LogFields): string {
+function formatLine(at: string, level: LogLevel, event: string, fields?: LogFields): string {
   let line = `${at} ${level} ${event}`;
   for (const key in fields) {
     const value = fields[key];

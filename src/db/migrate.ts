@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite';
 import { embeddedMigrations } from './migrations.macro.ts' with { type: 'macro' };
-import { ormOf, StorageError } from './open.ts';
+import { drizzle } from 'drizzle-orm/bun-sqlite';
+import { StorageError } from './open.ts';
 
 /** The part of drizzle's bun-sqlite driver that its own file-based `migrate()` uses. */
 interface MigratingOrm {
@@ -10,7 +11,7 @@ interface MigratingOrm {
 
 /** Applies the drizzle-kit migrations (inlined at build time) that this database has not seen yet. */
 export function migrate(db: Database): void {
-  const orm = ormOf(db) as unknown as MigratingOrm;
+  const orm = drizzle(db) as unknown as MigratingOrm;
   try {
     orm.dialect.migrate(embeddedMigrations(), orm.session, {});
   } catch (error) {

@@ -1,12 +1,8 @@
-/** Opening the SQLite file: refusing what is not ours, pragmas set on purpose, migrations applied. */
+/** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
 import { Database } from 'bun:sqlite';
 import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import type { Durability } from '../config.ts';
-import * as schema from './schema.ts';
-
-export type Orm = BunSQLiteDatabase<typeof schema>;
 
 /** A reason the database cannot be used; the server refuses to start with it. */
 export class StorageError extends Error {
@@ -68,8 +64,4 @@ function applyPragmas(db: Database, durability: Durability): void {
   // Memory for hot pages of the day totals and samples index; 16 MiB per connection.
   db.run('PRAGMA cache_size = -16384');
   db.run('PRAGMA temp_store = MEMORY');
-}
-
-export function ormOf(db: Database): Orm {
-  return drizzle(db, { schema });
 }

@@ -3,12 +3,11 @@ import type { Database } from 'bun:sqlite';
 import type { StorageConfig } from '../config.ts';
 import { Committer } from './committer.ts';
 import { migrate } from './migrate.ts';
-import { openDatabase, ormOf, type Orm } from './open.ts';
+import { openDatabase } from './open.ts';
 
 export interface Storage {
   /** The main thread's connection: reads, and migrations at start-up. */
   db: Database;
-  orm: Orm;
   committer: Committer;
   close(): Promise<void>;
 }
@@ -31,7 +30,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   }
   return {
     db,
-    orm: ormOf(db),
     committer,
     async close() {
       await committer.close();
