@@ -51,9 +51,19 @@ async function runServer(): Promise<number> {
   const config = serveConfig(readEnvironment());
   const log = createLogger(config.logLevel);
   const running = await serve(config, log);
-  const shutdown = () => running.stop().then(() => process.exit(0));
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
+  const exitAfterStop = (code: number) =>
+    running.stop().then(
+      () => process.exit(code),
+      (error: Error) => {
+        log.error('stop.failed', { reason: error.message });
+        log.flush();
+        process.exit(1);
+      },
+    );
+  process.once('SIGTERM', () => exitAfterStop(0));
+  process.once('SIGINT', () => exitAfterStop(0));
+  // Without its writer the service cannot store anything: stop, and let the supervisor restart it.
+  running.fatal.then(() => exitAfterStop(1));
   return new Promise<number>(() => {}); // serves until a signal
 }
 

@@ -1,7 +1,7 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
 import { createApp, type Service } from './app.ts';
-import type { Config } from './config.ts';
-import { openStorage } from './db/storage.ts';
+import { ConfigError, type Config } from './config.ts';
+import { openStorage, type Storage } from './db/storage.ts';
 import { pathOf } from './http/on-error.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -12,15 +12,29 @@ export interface Running {
   /** The app's feature state, for end-to-end tests of a listening server. */
   service: Service;
   stop(): Promise<void>;
+  /** Settles should the writer fail: the service can no longer store anything and must be restarted. */
+  fatal: Promise<Error>;
 }
 
 export async function serve(config: Config, log: Logger): Promise<Running> {
   const storage = await openStorage(config);
+  const fatal = new Promise<Error>((resolve) => {
+    storage.committer.onBroken = (error) => {
+      log.error('writer.failed', { reason: error.message });
+      resolve(error);
+    };
+  });
   const service = createApp({ config, storage, log });
   service.devices.watch();
   service.pairing?.book.watch();
 
-  const server = listen(service.app.fetch, config, log);
+  let server: ReturnType<typeof listen>;
+  try {
+    server = listen(service.app.fetch, config, log);
+  } catch (error) {
+    await closeService(service, storage);
+    throw new ConfigError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+  }
 
   log.info('started', {
     version: VERSION,
@@ -44,18 +58,24 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
   const stop = () =>
     (stopping ??= (async () => {
       log.info('stopping');
-      const drained = server.stop(false);
-      const grace = Bun.sleep(limits.shutdownGraceMs).then(() => 'timeout' as const);
-      if ((await Promise.race([drained, grace])) === 'timeout') await server.stop(true);
-      await service.planner.stop();
-      service.devices.stop();
-      service.pairing?.book.stop();
-      await storage.close();
+      let timer: Timer | undefined;
+      const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), limits.shutdownGraceMs)));
+      if ((await Promise.race([server.stop(false), grace])) === 'timeout') await server.stop(true);
+      clearTimeout(timer);
+      await closeService(service, storage);
       log.info('stopped', { groups: storage.committer.stats.groups, writes: storage.committer.stats.writes });
       log.flush();
     })());
 
-  return { url: server.url, service, stop };
+  return { url: server.url, service, stop, fatal };
+}
+
+/** Stops the features' background work, then commits what is queued and closes the database. */
+async function closeService(service: Service, storage: Storage): Promise<void> {
+  await service.planner.stop();
+  service.devices.stop();
+  service.pairing?.book.stop();
+  await storage.close();
 }
 
 type Handler = (request: Request) => Response | Promise<Response>;

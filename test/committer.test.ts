@@ -148,3 +148,15 @@ describe('commitGroup', () => {
     db.close();
   });
 });
+
+test('a writer that dies fails what it held and every later write, and close() still finishes', async () => {
+  const storage = await storageIn();
+  const failures: Error[] = [];
+  storage.committer.onBroken = (error) => failures.push(error);
+  await storage.committer.write('insertDevice', device(1));
+  const pending = storage.committer.write('insertDevice', device(2));
+  (storage.committer as unknown as { worker: Worker }).worker.terminate(); // the thread ends without an error
+  await expect(pending).rejects.toThrow('writer exited');
+  await expect(storage.committer.write('insertDevice', device(3))).rejects.toThrow('writer exited');
+  expect(failures.map((error) => error.message)).toEqual(['writer exited']);
+});

@@ -46,28 +46,42 @@ export class Committer {
   private closing: Promise<void> | null = null;
   private broken: Error | null = null;
   private idleWaiters: (() => void)[] = [];
-  private pragmaWaiters: Pending[] = [];
+  private pragmaWaiters: Pick<Pending, 'resolve' | 'reject'>[] = [];
+  private stopped = false;
+  /** Settles once the writer is gone, whether it closed, crashed or exited. */
+  private readonly gone: Promise<void>;
+  private markGone!: () => void;
+  /** Called once should the writer fail; every write after that fails too. */
+  onBroken: (error: Error) => void = () => {};
   readonly stats: CommitterStats = { groups: 0, writes: 0 };
 
   private constructor(
     private readonly worker: Worker,
     private readonly maxGroupWrites: number,
   ) {
+    this.gone = new Promise((resolve) => (this.markGone = resolve));
     worker.addEventListener('message', (event: MessageEvent<FromWriter>) => this.onMessage(event.data));
     worker.addEventListener('error', (event) => this.onCrash(new Error(`writer failed: ${event.message}`)));
+    // A writer that exits without an error (killed, `process.exit`) only says `close`.
+    worker.addEventListener('close', () => {
+      this.markGone();
+      if (!this.stopped) this.onCrash(new Error('writer exited'));
+    });
   }
 
   /** Starts the writer on its own connection to `path`. */
   static async start(options: CommitterOptions): Promise<Committer> {
     const worker = new Worker(workerEntry('writer.worker.ts'));
+    let onError: (event: ErrorEvent) => void = () => {};
     const opened = new Promise<void>((resolve, reject) => {
       const onMessage = (event: MessageEvent<FromWriter>) => {
         worker.removeEventListener('message', onMessage);
         if (event.data.type === 'opened') resolve();
         else reject(new StorageError(event.data.type === 'failed' ? event.data.message : 'writer did not open'));
       };
+      onError = (event) => reject(new StorageError(event.message));
       worker.addEventListener('message', onMessage);
-      worker.addEventListener('error', (event) => reject(new StorageError(event.message)), { once: true });
+      worker.addEventListener('error', onError);
     });
     post(worker, { type: 'open', path: options.path, durability: options.durability });
     try {
@@ -75,6 +89,8 @@ export class Committer {
     } catch (error) {
       worker.terminate();
       throw error;
+    } finally {
+      worker.removeEventListener('error', onError);
     }
     return new Committer(worker, options.maxGroupWrites ?? 1000);
   }
@@ -97,7 +113,7 @@ export class Committer {
     if (!/^[a-z_]+( = \d+)?$/.test(pragma)) return Promise.reject(new Error(`not a simple pragma: ${pragma}`));
     if (this.closing || this.broken) return Promise.reject(this.broken ?? new Error('the writer is closed'));
     return new Promise((resolve, reject) => {
-      this.pragmaWaiters.push({ write: { op: 'pragma', args: pragma }, resolve: resolve as (value: unknown) => void, reject });
+      this.pragmaWaiters.push({ resolve: resolve as (value: unknown) => void, reject });
       post(this.worker, { type: 'pragma', pragma });
     });
   }
@@ -154,7 +170,9 @@ export class Committer {
   }
 
   private onCrash(error: Error): void {
+    if (this.broken) return;
     this.broken = error;
+    this.onBroken(error);
     const lost = [...(this.inFlight ?? []), ...this.queue, ...this.pragmaWaiters.splice(0)];
     this.inFlight = null;
     this.queue = [];
@@ -167,19 +185,16 @@ export class Committer {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  private stopWorker(): Promise<void> {
-    if (this.broken) {
-      this.worker.terminate();
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      this.worker.addEventListener('message', (event: MessageEvent<FromWriter>) => {
-        if (event.data.type !== 'closed') return;
-        this.worker.terminate();
-        resolve();
+  private async stopWorker(): Promise<void> {
+    this.stopped = true;
+    if (!this.broken) {
+      const closed = new Promise<void>((resolve) => {
+        this.worker.addEventListener('message', (event: MessageEvent<FromWriter>) => event.data.type === 'closed' && resolve());
       });
       post(this.worker, { type: 'close' });
-    });
+      await Promise.race([closed, this.gone]); // a writer dying meanwhile must not hang the stop
+    }
+    this.worker.terminate();
   }
 }
 

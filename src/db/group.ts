@@ -34,7 +34,11 @@ export function commitGroup(db: Database, ops: Record<string, WriteOp>, writes: 
   }
   for (const write of writes) {
     const op = ops[write.op];
-    db.query('SAVEPOINT write').run();
+    try {
+      db.query('SAVEPOINT write').run();
+    } catch (error) {
+      return failGroup(db, writes, error);
+    }
     try {
       if (!op) throw new Error(`unknown write operation ${write.op}`);
       const value = op(db, write.args);
