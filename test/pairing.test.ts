@@ -299,6 +299,27 @@ describe('approval lockout', () => {
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   });
 
+  test('forms already arriving when the lock begins are refused too: guessing in parallel gains nothing', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const answers = await Promise.all([
+      ...Array.from({ length: 30 }, () => decide(service, started.userCode, 'approve', WRONG_PASSWORD)),
+      decide(service, started.userCode, 'approve'),
+    ]);
+    const statuses = answers.map((response) => response.status);
+    expect(statuses.filter((status) => status === 403)).toHaveLength(5);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(26);
+    expect(deviceRows()).toEqual([]);
+    expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
+  });
+
+  test('Deny needs the right password too', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    expect((await decide(service, started.userCode, 'deny', WRONG_PASSWORD)).status).toBe(403);
+    expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
+  });
+
   test('the device endpoints count towards the lockout', async () => {
     await start();
     for (let i = 0; i < 4; i += 1) {

@@ -22,9 +22,11 @@ export interface DeviceRouteDeps {
 export function deviceRoutes({ db, devices, lock, log }: DeviceRouteDeps) {
   /** During a lockout nothing is checked; otherwise every failure (no header too) counts. */
   const assertOwner = (request: Request) => {
-    const seconds = lock.retryAfterSeconds();
-    if (seconds > 0) throw new HttpError(429, messages.tooManyWrongPasswords, { 'Retry-After': String(seconds) });
-    if (lock.check(bearerToken(request.headers.get('authorization')) ?? '') === 'wrong') throw unauthorized();
+    const password = lock.check(bearerToken(request.headers.get('authorization')) ?? '');
+    if (password === 'locked') {
+      throw new HttpError(429, messages.tooManyWrongPasswords, { 'Retry-After': String(lock.retryAfterSeconds()) });
+    }
+    if (password === 'wrong') throw unauthorized();
   };
 
   return new Elysia({ name: 'devices' })

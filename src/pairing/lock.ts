@@ -6,7 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { tokenDigest } from '../devices/token.ts';
 import { limits } from '../limits.ts';
 
-export type PasswordCheck = 'right' | 'wrong';
+export type PasswordCheck = 'right' | 'wrong' | 'locked';
 
 export class ApprovalLock {
   private readonly digest: Buffer;
@@ -27,10 +27,12 @@ export class ApprovalLock {
   }
 
   /**
-   * Checks a password, counting a wrong one; call only while `retryAfterSeconds()` is 0.
-   * Digests are compared so the time taken does not depend on the candidate.
+   * Checks a password, counting a wrong one; during a lockout nothing is checked, so requests that
+   * were already under way when the lock began cannot go on guessing. Digests are compared so the
+   * time taken does not depend on the candidate.
    */
   check(candidate: string): PasswordCheck {
+    if (this.retryAfterSeconds() > 0) return 'locked';
     if (timingSafeEqual(tokenDigest(candidate), this.digest)) {
       this.wrongInARow = 0;
       return 'right';

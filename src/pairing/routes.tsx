@@ -77,7 +77,9 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     const code = parseUserCode(form.get('code'));
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
-    if (lock.check(form.get('password') ?? '') === 'wrong') {
+    const password = lock.check(form.get('password') ?? '');
+    if (password === 'locked') return lockedPage(lock)!; // the lock began while this form was arriving
+    if (password === 'wrong') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
       const nowLocked = lock.retryAfterSeconds();
       return nowLocked > 0
