@@ -300,15 +300,33 @@ describe('refusing a batch', () => {
 });
 
 describe('hand-off to the planner forwarder', () => {
-  test('only installations with usable stored samples are handed off, after the commit', async () => {
+  test('only installations with stored samples for the planner are handed off, after the commit', async () => {
     handOff.stored.length = 0;
     const usable = freshInstallation();
     const unusable = freshInstallation();
     const empty = freshInstallation();
+    const alreadySent = freshInstallation();
+    const notForwarded = freshInstallation();
+    handOff.forwarded.push(usable, unusable, empty, alreadySent);
     await post({ installationId: unusable, samples: [{ utc: UTC, soc: 500 }, 7] });
     await post({ installationId: empty, samples: [] });
+    await post({ installationId: alreadySent, plannerSentUtc: UTC, samples: [{ utc: UTC, soc: 5 }] });
+    await post({ installationId: notForwarded, samples: [{ utc: UTC, soc: 5 }] });
     await post({ installationId: usable.toUpperCase(), samples: [{ utc: UTC, soc: 5 }, { soc: 1 }] });
     expect(handOff.stored).toEqual([usable]);
+  });
+
+  test('a waiting sample sent again after the car gave it to the planner itself stops waiting', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    const samples = [{ utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }, { utc: UTC + 2, soc: 72 }];
+    await post({ installationId, samples });
+    await post({ installationId, plannerSentUtc: UTC + 1, samples });
+    expect(rowsOf(installationId).map((row) => [row.utc, row.planner_state])).toEqual([
+      [UTC, 0],
+      [UTC + 1, 0],
+      [UTC + 2, 1],
+    ]);
   });
 
   test('not handed off when validation or ownership fails', async () => {

@@ -5,7 +5,7 @@
 export interface SampleForwarder {
   /** Whether this installation's samples go to the planner; decides whether new samples become pending. */
   forwards(installationId: string): boolean;
-  /** After a commit that stored at least one usable sample of the installation; returns at once. */
+  /** After a commit that stored at least one sample of the installation for the planner; returns at once. */
   stored(installationId: string): void;
 }
 

@@ -26,8 +26,8 @@ export function telemetryRoutes({ auth, committer, forwarder, log, now }: Teleme
       const { installationId, plannerSentUtc, rows, droppedCount, dropped } = batch;
       if (rows.length > 0) {
         const forward = forwarder.forwards(installationId);
-        await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
-        forwarder.stored(installationId);
+        const forPlanner = await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
+        if (forPlanner > 0) forwarder.stored(installationId);
       }
       // Descriptions never hold a coordinate, so they may be logged.
       if (droppedCount > 0) {

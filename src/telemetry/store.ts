@@ -49,12 +49,21 @@ export function packRows(rows: SampleRow[]): PackedRows {
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
 const insertColumns = ['installation_id', 'utc', ...fieldColumns, 'planner_state'];
 
-// A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice.
+/**
+ * A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice;
+ * only a sample still waiting that the car now says it gave the planner itself (its `utc` is not
+ * after the batch's `plannerSentUtc`, the last parameter) stops waiting.
+ */
 const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
   VALUES (${insertColumns.map(() => '?').join(', ')})
-  ON CONFLICT (installation_id, utc) DO UPDATE SET ${fieldColumns.map((c) => `${c} = excluded.${c}`).join(', ')}`;
+  ON CONFLICT (installation_id, utc) DO UPDATE SET ${fieldColumns.map((c) => `${c} = excluded.${c}`).join(', ')},
+    planner_state = CASE WHEN planner_state = ${PlannerState.pending} AND excluded.utc <= ?${insertColumns.length + 1}
+      THEN ${PlannerState.none} ELSE planner_state END`;
 
-/** Stores a batch's usable samples (all or none, as one write); answers how many. */
+/**
+ * Stores a batch's usable samples (all or none, as one write); answers how many of them are for the
+ * planner, so that the forwarder is woken only when there is something for it.
+ */
 const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, plannerSentUtc, forward, rows }) => {
   const insert = db.query(INSERT_SAMPLE);
   const values: (string | number | null)[] = new Array(insertColumns.length);
@@ -63,6 +72,7 @@ const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, planne
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
   values[0] = installationId;
+  let waiting = 0;
   // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
   for (let r = 0; r < rows.count; r++) {
     for (let c = 0; c < numericWidth; c++) {
@@ -70,10 +80,12 @@ const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, planne
       values[numericColumns[c]! + 1] = value === value ? value : null; // NaN marks an absent value
     }
     for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
-    values[stateColumn] = forward && (values[1] as number) > plannerSentUtc ? PlannerState.pending : PlannerState.none;
-    insert.run(...values);
+    const forPlanner = forward && (values[1] as number) > plannerSentUtc;
+    if (forPlanner) waiting += 1;
+    values[stateColumn] = forPlanner ? PlannerState.pending : PlannerState.none;
+    insert.run(...values, plannerSentUtc);
   }
-  return rows.count;
+  return waiting;
 };
 
 export const telemetryWrites = { storeSamples };
