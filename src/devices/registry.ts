@@ -36,6 +36,8 @@ export class DeviceRegistry {
 
   /** Reads every unrevoked device; a devices table that cannot be read refuses the start. */
   load(): void {
+    // The version first: a commit landing between the two reads is then seen by the next check.
+    const version = this.currentDataVersion();
     let rows: ActiveDevice[];
     try {
       rows = activeDevices(this.db);
@@ -43,7 +45,7 @@ export class DeviceRegistry {
       throw new StorageError(`paired devices cannot be loaded: ${(error as Error).message}`);
     }
     this.byHash = new Map(rows.map((row) => [row.tokenHash, { id: row.id, installationId: row.installationId }]));
-    this.dataVersion = this.currentDataVersion();
+    this.dataVersion = version;
   }
 
   get size(): number {
@@ -77,7 +79,10 @@ export class DeviceRegistry {
   /** Revokes a device (idempotent) and stops accepting its token; null when there is no such device. */
   async revoke(deviceId: string): Promise<Device | null> {
     this.remove(deviceId);
-    return this.committer.write('revokeDevice', { id: deviceId, at: this.now() });
+    const device = await this.committer.write('revokeDevice', { id: deviceId, at: this.now() });
+    // Again once committed: a reload while the revocation was under way may have read the row unrevoked.
+    this.remove(deviceId);
+    return device;
   }
 
   /** Records that a device was seen; writes `lastSeenAt` at most once a minute, off the request path. */
