@@ -54,23 +54,28 @@ const SECRET_VARIABLES = [
 export const DEFAULT_PLANNER_URL = 'https://api.iternio.com/1/tlm/send';
 export const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
 
-/**
- * The effective environment: the process environment over the `.env` file of the working directory,
- * with every `<SECRET>_FILE` replaced by the file's contents.
- */
+/** The effective environment: the process environment over the `.env` file of the working directory. */
 export function readEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
   const dotenvPath = join(cwd, '.env');
   const fromFile = existsSync(dotenvPath) ? parseDotenv(readFileSync(dotenvPath, 'utf8')) : {};
-  const env: Env = { ...fromFile, ...processEnv };
+  return { ...fromFile, ...processEnv };
+}
+
+/**
+ * The environment with every `<SECRET>_FILE` replaced by the file's contents. Only the server needs
+ * its secrets; the commands, which need only DATABASE_PATH, must work without them.
+ */
+export function withSecrets(env: Env): Env {
+  const resolved: Env = { ...env };
   for (const name of SECRET_VARIABLES) {
-    const filePath = env[`${name}_FILE`];
+    const filePath = resolved[`${name}_FILE`];
     if (filePath === undefined || filePath === '') continue;
-    if (env[name] !== undefined && env[name] !== '') {
+    if (resolved[name] !== undefined && resolved[name] !== '') {
       throw new ConfigError(`${name} and ${name}_FILE are both set; set only one of them`);
     }
-    env[name] = readSecretFile(name, filePath);
+    resolved[name] = readSecretFile(name, filePath);
   }
-  return env;
+  return resolved;
 }
 
 function readSecretFile(name: string, path: string): string {
@@ -82,7 +87,7 @@ function readSecretFile(name: string, path: string): string {
 }
 
 /** Parses `KEY=value` lines: `#` comments, an optional `export`, single or double quotes. */
-export function parseDotenv(text: string): Env {
+function parseDotenv(text: string): Env {
   const env: Env = {};
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.trim();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
-import { ConfigError, readEnvironment, serveConfig } from './config.ts';
+import { ConfigError, readEnvironment, serveConfig, withSecrets } from './config.ts';
 import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
 import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
@@ -48,7 +48,7 @@ async function main(args: string[]): Promise<number> {
 }
 
 async function runServer(): Promise<number> {
-  const config = serveConfig(readEnvironment());
+  const config = serveConfig(withSecrets(readEnvironment()));
   const log = createLogger(config.logLevel);
   const running = await serve(config, log);
   const exitAfterStop = (code: number) =>

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, storageConfig, type Env } from '../src/config.ts';
+import { ConfigError, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, storageConfig, withSecrets, type Env } from '../src/config.ts';
 import { tempDir } from './support.ts';
 
 const TOKEN = 'a-valid-ingest-token-of-24+';
@@ -108,20 +108,20 @@ describe('readEnvironment', () => {
     const dir = tempDir();
     const file = join(dir, 'token');
     writeFileSync(file, 'token-from-a-file-0123456789\n');
-    expect(readEnvironment({ INGEST_TOKEN_FILE: file }, dir).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
+    expect(withSecrets(readEnvironment({ INGEST_TOKEN_FILE: file }, dir)).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
   });
 
   test('a secret set both plainly and as <NAME>_FILE refuses to start', () => {
     const dir = tempDir();
     const file = join(dir, 'password');
     writeFileSync(file, 'approval-password-1\n');
-    expect(() => readEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir)).toThrow(
+    expect(() => withSecrets(readEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir))).toThrow(
       'APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set; set only one of them',
     );
   });
 
   test('an unreadable <NAME>_FILE refuses to start without printing its contents', () => {
-    expect(() => readEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir())).toThrow(
+    expect(() => withSecrets(readEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir()))).toThrow(
       'PLANNER_API_KEY_FILE names a file that cannot be read (ENOENT)',
     );
   });
@@ -137,8 +137,9 @@ describe('readEnvironment', () => {
     }
   });
 
-  test('the command-line tools need only DATABASE_PATH', () => {
-    expect(storageConfig({ DATABASE_PATH: '/var/lib/ev/ev.db' })).toEqual({
+  test('the command-line tools need only DATABASE_PATH: an unreadable secret file does not stop them', () => {
+    const env = readEnvironment({ DATABASE_PATH: '/var/lib/ev/ev.db', INGEST_TOKEN_FILE: '/nonexistent/token' }, tempDir());
+    expect(storageConfig(env)).toEqual({
       databasePath: '/var/lib/ev/ev.db',
       durability: 'full',
       logLevel: 'info',

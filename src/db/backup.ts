@@ -6,22 +6,19 @@
 import { Database } from 'bun:sqlite';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { readEnvironment, storageConfig } from '../config.ts';
+import { commandStorage, toStderr, toStdout, usage, type Out } from '../command.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
 
-type Out = (text: string) => void;
-
 export async function backupCommand(
   args: string[],
-  out: Out = (text) => process.stdout.write(text),
-  err: Out = (text) => process.stderr.write(text),
+  out: Out = toStdout,
+  err: Out = toStderr,
 ): Promise<number> {
   if (args.length !== 1 || args[0] === '') {
-    err(`ev-ingest: usage:\n${BACKUP_USAGE}\n`);
-    return 2;
+    return usage(err, BACKUP_USAGE);
   }
-  const { databasePath } = storageConfig(readEnvironment());
+  const { databasePath } = commandStorage();
   try {
     const bytes = backupDatabase(databasePath, args[0]!);
     out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);

@@ -4,7 +4,7 @@
  * within a second (DeviceRegistry.watch).
  */
 import { existsSync } from 'node:fs';
-import { readEnvironment, storageConfig } from '../config.ts';
+import { commandStorage, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { openStorage, type Storage } from '../db/storage.ts';
 import { listDevices } from './store.ts';
 import { deviceView, type DeviceView } from './view.ts';
@@ -12,20 +12,17 @@ import { deviceView, type DeviceView } from './view.ts';
 export const DEVICES_USAGE = `  ev-ingest devices list         list paired devices, newest first: id, installation, name, times
   ev-ingest devices revoke ID    revoke a device's token (exit 0 also when it was already revoked)`;
 
-type Out = (text: string) => void;
-
 export async function devicesCommand(
   args: string[],
-  out: Out = (text) => process.stdout.write(text),
-  err: Out = (text) => process.stderr.write(text),
+  out: Out = toStdout,
+  err: Out = toStderr,
 ): Promise<number> {
   const [action, id, ...rest] = args;
   const valid = (action === 'list' && id === undefined) || (action === 'revoke' && id !== undefined && rest.length === 0);
   if (!valid) {
-    err(`ev-ingest: usage:\n${DEVICES_USAGE}\n`);
-    return 2;
+    return usage(err, DEVICES_USAGE);
   }
-  const { databasePath, durability } = storageConfig(readEnvironment());
+  const { databasePath, durability } = commandStorage();
   if (!existsSync(databasePath)) {
     err(`ev-ingest: no database at ${databasePath} (set DATABASE_PATH)\n`);
     return 1;
