@@ -52,7 +52,7 @@ const SECRET_VARIABLES = [
 ] as const;
 
 export const DEFAULT_PLANNER_URL = 'https://api.iternio.com/1/tlm/send';
-export const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
+const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
 
 /** The effective environment: the process environment over the `.env` file of the working directory. */
 export function readEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
@@ -191,7 +191,7 @@ function plannerConfig(env: Env): PlannerConfig {
 }
 
 /** `PLANNER_TOKENS`: `<installationId>=<token>` pairs, comma-separated. Never echoes a token. */
-export function plannerTokens(value: string | undefined): Map<string, string> {
+function plannerTokens(value: string | undefined): Map<string, string> {
   const tokens = new Map<string, string>();
   for (const [index, pair] of (nonEmpty(value)?.split(',') ?? []).entries()) {
     const separator = pair.indexOf('=');

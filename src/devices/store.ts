@@ -33,7 +33,7 @@ export function listDevices(db: Database): Device[] {
   return db.query<Device, []>(`SELECT ${DEVICE_COLUMNS} FROM devices ORDER BY created_at DESC, id`).all();
 }
 
-export function findDevice(db: Database, id: string): Device | null {
+function findDevice(db: Database, id: string): Device | null {
   return db.query<Device, [string]>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`).get(id);
 }
 

@@ -24,8 +24,9 @@ export async function readBody(
   deadlineMs: number = limits.bodyReadMs,
   meter: BodyMeter = { read: 0, buffered: 0 },
 ): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
-  const declaredBytes = declared === null ? null : Number(declared);
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  // A length that is no whole number is treated as none: the stream and the cap decide.
+  const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
   if (declaredBytes !== null && declaredBytes > cap + limits.bodyDrainBytes) throw tooLarge(); // not worth draining
   if (request.body === null) return new Uint8Array(0);
   let timer: Timer | undefined;

@@ -14,7 +14,6 @@ export function answerError(log: Logger) {
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);
     if (code === 'PARSE') return errorResponse(400, messages.bodyNotJson);
-    if (code === 'VALIDATION') return errorResponse(400, validationMessage(error));
     log.error('request.failed', {
       method: request.method,
       path: pathOf(request.url),
@@ -22,13 +21,6 @@ export function answerError(log: Logger) {
     });
     return errorResponse(500, messages.internal);
   };
-}
-
-/** Elysia's schema failures, reworded as the contract's `<path> is invalid`. */
-function validationMessage(error: unknown): string {
-  const path = (error as { valueError?: { path?: string } }).valueError?.path ?? '';
-  const field = path.replace(/^\//, '').replaceAll('/', '.');
-  return field === '' ? 'request is invalid' : `${field} is invalid`;
 }
 
 /** The path of a request URL without its query, which may carry a pairing code. */

@@ -18,19 +18,19 @@ export function isAbsent(value: unknown): value is null | undefined {
   return value === undefined || value === null;
 }
 
-export function isFiniteNumber(value: unknown): value is number {
+function isFiniteNumber(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value);
 }
 
 /** A Unix time in milliseconds: a non-negative safe integer. */
-export function isTimeMs(value: unknown): value is number {
+function isTimeMs(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** `YYYY-MM-DD` naming a day that exists in the Gregorian calendar (year 0001 to 9999). */
-export function isCalendarDate(value: unknown): value is string {
+function isCalendarDate(value: unknown): value is string {
   const match = typeof value === 'string' ? DATE.exec(value) : null;
   if (!match) return false;
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
