@@ -112,9 +112,9 @@ describe('shutdown', () => {
       body: stream,
       duplex: 'half',
     } as RequestInit);
-    await Bun.sleep(100);
+    await Bun.sleep(500); // the request's head reaches the server before the signal
     const exited = server.stop('SIGTERM');
-    await Bun.sleep(100);
+    await Bun.sleep(200);
     sendRest();
     const response = await answer;
     expect(response.status).toBe(200);

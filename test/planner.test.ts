@@ -108,7 +108,8 @@ test('a sample is sent as the contract says: form fields, usable values only, fl
 });
 
 test('at most 8 requests are at the planner at once over all installations', async () => {
-  const fake = planner(() => ({ delayMs: 15 }));
+  // Held long enough that the requests surely overlap on a loaded machine.
+  const fake = planner(() => ({ delayMs: 150 }));
   const target = await service(forwarding(fake));
   const installations = Array.from({ length: 12 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
   for (const id of installations) seedPending(target, id, samplesAt(T0 + 3, T0 + 1, T0 + 2));
@@ -121,7 +122,7 @@ test('at most 8 requests are at the planner at once over all installations', asy
 });
 
 test('one installation never has two requests at the planner at once, and its order is kept', async () => {
-  const fake = planner(() => ({ delayMs: 5 }));
+  const fake = planner(() => ({ delayMs: 100 }));
   const tokens = new Map([
     [INSTALLATION, 'token-a'],
     [OTHER_INSTALLATION, 'token-b'],
