@@ -2,7 +2,7 @@
 import { Database } from 'bun:sqlite';
 import { afterEach, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { Committer, WriteError } from '../src/db/committer.ts';
+import { Committer } from '../src/db/committer.ts';
 import { commitGroup, type WriteOp } from '../src/db/group.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
@@ -46,23 +46,6 @@ describe('Committer (the writer thread)', () => {
     expect(seenAtAnswer).toEqual(Array(200).fill(true));
     expect(storage.committer.stats.writes).toBe(200);
     expect(storage.committer.stats.groups).toBeLessThanOrEqual(20);
-  });
-
-  test('a failing write is rolled back alone while the rest of its group commits', async () => {
-    const storage = await storageIn();
-    const writes = [
-      storage.committer.write('insertDevice', device(1)),
-      storage.committer.write('insertDevice', { ...device(2), tokenHash: 'hash-1' }), // unique violation
-      storage.committer.write('insertDevice', device(3)),
-    ];
-    const settled = await Promise.allSettled(writes);
-    expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    const error = (settled[1] as PromiseRejectedResult).reason as WriteError;
-    expect(error).toBeInstanceOf(WriteError);
-    expect(error.scope).toBe('write');
-    expect(error.code).toBe('SQLITE_CONSTRAINT_UNIQUE');
-    expect(storage.committer.stats.groups).toBe(1);
-    expect(storage.db.query('SELECT id FROM devices ORDER BY id').values()).toEqual([['device-1'], ['device-3']]);
   });
 
   test('a group-size of one commits every write on its own (the benchmark baseline)', async () => {

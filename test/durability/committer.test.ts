@@ -106,25 +106,6 @@ describe('a group', () => {
     expect(db.query('SELECT id FROM marks ORDER BY id').values()).toEqual([['after'], ['before']]);
     db.close();
   });
-
-  test('a disk-full error fails the whole group and leaves nothing of it', () => {
-    const db = openDatabase(join(dir, 'full-group.db'), 'full');
-    db.run('CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB)');
-    const pages = db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count;
-    db.run(`PRAGMA max_page_count = ${pages}`);
-    const ops: Record<string, WriteOp> = {
-      put: (db, size: number) => db.query('INSERT INTO blobs (data) VALUES (?)').run(new Uint8Array(size)),
-    };
-    const outcomes = commitGroup(db, ops, [
-      { op: 'put', args: 10 },
-      { op: 'put', args: 100_000 },
-      { op: 'put', args: 10 },
-    ]);
-    expect(outcomes.every((outcome) => !outcome.ok && outcome.error.scope === 'group' && outcome.error.code === 'SQLITE_FULL')).toBe(true);
-    expect(db.query('SELECT count(*) AS n FROM blobs').get()).toEqual({ n: 0 });
-    expect(db.inTransaction).toBe(false);
-    db.close();
-  });
 });
 
 /** Runs a child script, SIGKILLs it once `killAfter` lines of stdout arrived; answers every line it printed. */
