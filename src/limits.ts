@@ -11,7 +11,7 @@ export const limits = {
   bodyDrainCollectBytes: 8 * 1024 * 1024,
   /** Days returned by the consumption history. */
   historyDays: 400,
-  /** Installations whose serialized history answer is kept in memory (about 40 kB each). */
+  /** Installations whose serialized history answer is kept in memory (about 70 KiB each for 400 days). */
   historyCachedInstallations: 256,
   /** Largest magnitude of each number of a consumption chunk's `day` (negative: a correction). */
   consumptionValueMax: 10_000_000,
