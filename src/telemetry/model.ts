@@ -171,8 +171,9 @@ function keyPath(key: string): string {
 export function quote(value: unknown): string {
   const max = limits.droppedQuoteChars;
   if (typeof value === 'string') {
-    const chars = [...value];
-    return chars.length <= max ? JSON.stringify(value) : `${JSON.stringify(chars.slice(0, max).join(''))}…`;
+    // Code points of at most twice the quoted length: a long string is never split whole.
+    const chars = [...value.slice(0, 2 * max)];
+    return chars.length <= max && value.length <= 2 * max ? JSON.stringify(value) : `${JSON.stringify(chars.slice(0, max).join(''))}…`;
   }
   const json = JSON.stringify(value);
   return json.length <= max ? json : `${json.slice(0, max)}…`;
