@@ -48,8 +48,10 @@ export class Consumption {
       if (this.answers.size >= limits.historyCachedInstallations) {
         this.answers.delete(this.answers.keys().next().value!);
       }
-      this.answers.set(installationId, answer);
+    } else {
+      this.answers.delete(installationId); // to the back: the least recently read goes first
     }
+    this.answers.set(installationId, answer);
     return answer;
   }
 }
