@@ -50,6 +50,7 @@ async function main(args: string[]): Promise<number> {
 async function runServer(): Promise<number> {
   const config = serveConfig(withSecrets(readEnvironment()));
   const log = createLogger(config.logLevel);
+  process.on('exit', () => log.flush()); // lines still buffered when the process ends are written
   const running = await serve(config, log);
   const exitAfterStop = (code: number) =>
     running.stop().then(
