@@ -146,7 +146,7 @@ export class PlannerForwarder implements SampleForwarder {
     const loop = this.drain(installation)
       .catch((error: Error) => this.options.log.error('planner.failed', { installation: id, reason: error.name }))
       .finally(() => {
-        this.installations.delete(id);
+        if (this.installations.get(id) === installation) this.installations.delete(id);
         this.loops.delete(loop);
       });
     this.loops.add(loop);
@@ -155,9 +155,14 @@ export class PlannerForwarder implements SampleForwarder {
   private async drain(installation: Installation): Promise<void> {
     // The first read happens after the ingest request that woke us has been answered.
     await new Promise((resolve) => setImmediate(resolve));
-    for (let sample = this.next(installation); sample && !this.halted; sample = this.next(installation)) {
-      if (!(await this.deliver(installation, sample))) return;
-      installation.queue.shift();
+    try {
+      for (let sample = this.next(installation); sample && !this.halted; sample = this.next(installation)) {
+        if (!(await this.deliver(installation, sample))) return;
+        installation.queue.shift();
+      }
+    } finally {
+      // In the same turn as the last empty read: a `stored()` from now on starts a new loop, not a dying one.
+      if (this.installations.get(installation.id) === installation) this.installations.delete(installation.id);
     }
   }
 
