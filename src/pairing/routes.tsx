@@ -93,6 +93,10 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     const before = pairing.state !== 'pending';
     const result = await book.decide(pairing, decision);
     if (result === 'expired') return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (result === 'approving') {
+      // Another approval of this request is being saved: its outcome is not known yet.
+      return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Reload this page in a moment." />);
+    }
     return pageAnswer(200, <OutcomePage outcome={result === 'denied' ? 'denied' : 'approved'} request={pairing} before={before} />);
   };
 
