@@ -196,6 +196,18 @@ describe('POST /v1/pair/poll', () => {
     expect(service.devices.size).toBe(0);
   });
 
+  test('the sweep timer revokes an uncollected token even when the car never polls again', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    await decide(service, started.userCode, 'approve');
+    clock += 10 * MINUTE;
+    service.pairing!.book.watch(10);
+    for (let waited = 0; service.devices.size > 0 && waited < 5000; waited += 20) await Bun.sleep(20);
+    service.pairing!.book.stop();
+    expect(service.devices.size).toBe(0);
+    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+  });
+
   test('a new start replaces the open request of the installation and revokes its uncollected device', async () => {
     await start();
     const first = await startPairing(service, INSTALLATION);
