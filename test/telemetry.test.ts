@@ -379,3 +379,38 @@ function fill(sample: unknown, index: number): unknown {
   if (typeof sample !== 'object' || sample === null) return sample;
   return Object.keys(sample).length === 0 ? { utc: UTC + index, speed: 1 } : sample;
 }
+
+describe('the usable range of every number field (the contract table, written out here on purpose)', () => {
+  const ranges: [string, number, number][] = [
+    ['soc', 0, 100], ['soh', 0, 100], ['power', -1000, 1000], ['speed', 0, 500], ['elevation', -500, 9000],
+    ['heading', 0, 360], ['capacity', 0, 1000], ['soe', 0, 1000], ['kwh_charged', 0, 1000],
+    ['ext_temp', -60, 100], ['batt_temp', -60, 100], ['cabin_temp', -60, 100], ['hvac_power', 0, 100],
+    ['hvac_setpoint', 0, 50], ['voltage', 0, 2000], ['current', -3000, 3000], ['odometer', 0, 10_000_000],
+    ['est_battery_range', 0, 5000], ['tire_pressure_fl', 0, 1000], ['tire_pressure_fr', 0, 1000],
+    ['tire_pressure_rl', 0, 1000], ['tire_pressure_rr', 0, 1000],
+  ];
+  test.each(ranges)('%s: %d and %d are stored, one past either end is dropped', async (field, min, max) => {
+    const other = field === 'speed' ? 'soc' : 'speed'; // keeps each sample usable without the field
+    const result = await postSamples([
+      { utc: UTC, [other]: 1, [field]: min },
+      { utc: UTC + 1, [other]: 1, [field]: max },
+      { utc: UTC + 2, [other]: 1, [field]: min - 1 },
+      { utc: UTC + 3, [other]: 1, [field]: max + 1 },
+    ]);
+    expect(result.body).toEqual({
+      stored: 4,
+      droppedCount: 2,
+      dropped: [
+        `samples[2].${field}: ${min - 1} is out of range ${min}..${max}`,
+        `samples[3].${field}: ${max + 1} is out of range ${min}..${max}`,
+      ],
+    });
+    expect(result.rows.map((row) => row[field])).toEqual([min, max, null, null]);
+  });
+
+  test.each(['is_charging', 'is_dcfc', 'is_parked'])('%s takes 0, 1, true and false, stored as 0/1', async (flag) => {
+    const result = await postSamples([true, false, 1, 0].map((value, i) => ({ utc: UTC + i, speed: 1, [flag]: value })));
+    expect(result.body).toEqual({ stored: 4, droppedCount: 0, dropped: [] });
+    expect(result.rows.map((row) => row[flag])).toEqual([1, 0, 1, 0]);
+  });
+});
