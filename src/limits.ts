@@ -3,8 +3,8 @@ export const limits = {
   /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
   bodyBytes: 524_288,
   /**
-   * Bytes of an oversized body read past the cap and discarded before answering 400, so a client still
-   * sending reads the answer instead of a reset (16 MiB); a larger body is answered at once and cut off.
+   * Bytes of an oversized ingest body read past the cap and discarded before answering 400, so a client
+   * still sending reads the answer instead of a reset (16 MiB); a larger body is answered at once and cut off.
    */
   bodyDrainBytes: 16 * 1024 * 1024,
   /** Bytes drained (by all requests together) between two full garbage collections, so drains keep memory flat. */
@@ -39,8 +39,11 @@ export const limits = {
   userCodeChars: 8,
   /** Longest car name given at pairing. */
   deviceNameMaxChars: 64,
-  /** Largest accepted approval form (`POST /pair`), in bytes. */
-  approvalFormBytes: 4_096,
+  /**
+   * Largest body of the routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form),
+   * in bytes; an oversized one is cut off at once, never drained.
+   */
+  pairingBodyBytes: 4_096,
   /** How often expired pairing requests are swept (and their uncollected devices revoked). */
   pairingSweepIntervalMs: 5_000,
   /** Wrong approval passwords in a row that start a lockout. */

@@ -58,6 +58,43 @@ test('start-up warns when pairing is on without PUBLIC_URL', async () => {
   expect(await warned('https://ev.example.com')).toBe(0);
 });
 
+describe('bodies of the routes without a token', () => {
+  /** An endless chunked body in 16 KiB chunks that counts what the server pulled. */
+  function endlessBody() {
+    const counted = { pulled: 0 };
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        counted.pulled += 16 * 1024;
+        controller.enqueue(new Uint8Array(16 * 1024).fill(0x20));
+      },
+    });
+    return { body, counted };
+  }
+
+  test.each(['/v1/pair/start', '/v1/pair/poll', '/pair'])(
+    'an oversized body on %s is answered 400 at once, never drained',
+    async (path) => {
+      await start();
+      const { body, counted } = endlessBody();
+      const response = await service.app.handle(new Request(`http://localhost${path}`, { method: 'POST', body }));
+      expect(response.status).toBe(400);
+      expect(response.headers.get('connection')).toBe('close');
+      if (path !== '/pair') expect(await response.json()).toEqual({ error: 'body is too large' });
+      // The 4 KiB cap, the chunk that crossed it and one chunk of read-ahead: not the 16 MiB an ingest body may drain.
+      expect(counted.pulled).toBeLessThanOrEqual(3 * 16 * 1024);
+    },
+  );
+
+  test('a declared length over 4 KiB is refused before reading', async () => {
+    await start();
+    const { body, counted } = endlessBody();
+    const headers = { 'content-length': String(4097) };
+    const response = await service.app.handle(new Request('http://localhost/v1/pair/start', { method: 'POST', body, headers }));
+    expect(await answer(response)).toEqual({ status: 400, body: { error: 'body is too large' } });
+    expect(counted.pulled).toBeLessThanOrEqual(16 * 1024); // a stream may pre-pull its first chunk
+  });
+});
+
 describe('POST /v1/pair/start', () => {
   test('answers a secret pairing id, a user code, the approval URL, 600 s and 5 s', async () => {
     await start();

@@ -1,7 +1,7 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { assertMayUse } from '../src/http/auth.ts';
-import { readBody } from '../src/http/body.ts';
+import { ingestBody, readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, ingestRoute, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
 import { listen } from '../src/server.ts';
@@ -120,7 +120,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream(size);
     const request = new Request('http://localhost/x', { method: 'POST', headers: { 'content-length': String(size) }, body: stream });
     const meter = { read: 0, buffered: 0 };
-    await expect(readBody(request, limits.bodyBytes, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
     expect(meter).toEqual({ read: size, buffered: 0 });
     expect(counted.pulled).toBe(size);
   });
@@ -130,7 +130,7 @@ describe('body', () => {
     const { stream } = sizedStream(size);
     const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request, limits.bodyBytes, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBe(size);
   });
@@ -139,7 +139,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream();
     const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request, limits.bodyBytes, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + counted.chunk);
     expect(counted.pulled).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + 2 * counted.chunk); // one read-ahead

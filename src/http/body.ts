@@ -12,6 +12,21 @@ const tooLarge = () => badRequest(messages.bodyTooLarge, { Connection: 'close' }
 /** A body still arriving at the deadline (a trickling client) is refused; closing stops the trickle. */
 const tooSlow = () => badRequest(messages.bodyUnreadable, { Connection: 'close' });
 
+/** How much of a body is kept, and how much more of an oversized one is read and thrown away. */
+export interface BodyBounds {
+  cap: number;
+  drain: number;
+}
+
+/** Ingest endpoints: the seed's cap, and a drain so that a car still uploading reads the 400. */
+export const ingestBody: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes };
+
+/**
+ * Routes without a token: small bodies and no drain, so that no stranger can make the server read
+ * megabytes (nor pay for the collections a drain forces); an oversized body is answered at once.
+ */
+export const pairingBody: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0 };
+
 /** What one read took from a streamed body and the most of it held at once (tests watch the drain). */
 export interface BodyMeter {
   read: number;
@@ -20,14 +35,14 @@ export interface BodyMeter {
 
 export async function readBody(
   request: Request,
-  cap: number = limits.bodyBytes,
+  { cap, drain }: BodyBounds = ingestBody,
   deadlineMs: number = limits.bodyReadMs,
   meter: BodyMeter = { read: 0, buffered: 0 },
 ): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   // A length that is no whole number is treated as none: the stream and the cap decide.
   const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
-  if (declaredBytes !== null && declaredBytes > cap + limits.bodyDrainBytes) throw tooLarge(); // not worth draining
+  if (declaredBytes !== null && declaredBytes > cap + drain) throw tooLarge(); // not worth draining
   if (request.body === null) return new Uint8Array(0);
   let timer: Timer | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -36,7 +51,7 @@ export async function readBody(
   try {
     // HTTP framing holds a body with a declared length to that length: one within the cap is read in one piece.
     if (declaredBytes !== null && declaredBytes <= cap) return await readDeclared(request, cap, deadline);
-    return await readStream(request, cap, deadline, meter, declaredBytes !== null);
+    return await readStream(request, { cap, drain }, deadline, meter, declaredBytes !== null);
   } finally {
     clearTimeout(timer);
   }
@@ -48,7 +63,7 @@ export async function readBody(
  */
 async function readStream(
   request: Request,
-  cap: number,
+  { cap, drain }: BodyBounds,
   deadline: Promise<never>,
   meter: BodyMeter,
   oversized: boolean,
@@ -60,7 +75,7 @@ async function readStream(
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) break;
       meter.read += value.byteLength;
-      if (meter.read > cap + limits.bodyDrainBytes) throw tooLarge();
+      if (meter.read > cap + drain) throw tooLarge();
       if (oversized || meter.read > cap) {
         oversized = true;
         chunks = [];
@@ -119,8 +134,8 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The body as a JSON object; anything else is a 400 with the contract's wording. */
-export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
-  const bytes = await readBody(request);
+export async function readJsonObject(request: Request, bounds: BodyBounds = ingestBody): Promise<Record<string, unknown>> {
+  const bytes = await readBody(request, bounds);
   let value: unknown;
   try {
     value = JSON.parse(utf8.decode(bytes));

@@ -6,7 +6,7 @@
 import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
-import { readBody, readJsonObject } from '../http/body.ts';
+import { pairingBody, readBody, readJsonObject } from '../http/body.ts';
 import { HttpError } from '../http/errors.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
@@ -41,7 +41,9 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
       return await handle(request);
     } catch (error) {
       if (error instanceof HttpError && error.status === 400) {
-        return pageAnswer(400, <MessagePage title="Form not accepted" text="The form could not be read. Go back and try again." />);
+        // The error's headers too: `Connection: close` stops an oversized upload still arriving.
+        const text = 'The form could not be read. Go back and try again.';
+        return pageAnswer(400, <MessagePage title="Form not accepted" text={text} />, error.headers);
       }
       log.error('pair.page_failed', { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
       return pageAnswer(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
@@ -73,7 +75,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   const decide = async (request: Request) => {
     const locked = lockedPage(lock);
     if (locked) return locked;
-    const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, limits.approvalFormBytes)));
+    const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, pairingBody)));
     const code = parseUserCode(form.get('code'));
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
@@ -106,7 +108,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     .post(
       '/v1/pair/start',
       async ({ request }) => {
-        const { installationId, name } = parseStart(await readJsonObject(request));
+        const { installationId, name } = parseStart(await readJsonObject(request, pairingBody));
         const pairing = await book.start(installationId, name);
         const userCode = displayUserCode(pairing.userCode);
         return {
@@ -119,7 +121,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
       },
       { parse: 'none' },
     )
-    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request))), { parse: 'none' })
+    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, pairingBody))), { parse: 'none' })
     .get('/pair', page(showCode))
     .post('/pair', page(decide), { parse: 'none' })
     .all('/pair', page(notAllowed), { parse: 'none' });
