@@ -74,6 +74,8 @@ export const limits = {
    * sample waits for its predecessor's mark, so a crash can resend at most one sample of each.
    */
   plannerMarkGatherMs: 20,
+  /** Wait before writing again outcomes whose write failed (a full disk); meanwhile their samples are not resent. */
+  plannerMarkRetryMs: 1000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
 } as const;

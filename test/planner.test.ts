@@ -69,6 +69,14 @@ function seedPending(target: TestService, installationId: string, samples: Sampl
   }
 }
 
+async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await Bun.sleep(5);
+  }
+}
+
 function samplesAt(...utcs: number[]): Sample[] {
   return utcs.map((utc) => ({ utc, soc: 50 }));
 }
@@ -266,6 +274,50 @@ test('sent samples are not sent again after a restart; samples waiting at a stop
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 2, T0 + 2, T0 + 3]);
   expect(states(third, INSTALLATION).map(([, state]) => state)).toEqual([2, 2, 2, 2]);
   expect(third.log.lines.some((line) => line.endsWith('planner.resumed installations=1'))).toBe(true);
+});
+
+test('an outcome whose write fails is written again later, and its sample is not sent again meanwhile', async () => {
+  const fake = planner();
+  const target = await service(forwarding(fake));
+  const { committer } = target.storage;
+  const write = committer.write.bind(committer);
+  let failures = 1;
+  committer.write = ((op, args) => {
+    if (op === 'plannerSettled' && failures > 0) {
+      failures -= 1;
+      return Promise.reject(new Error('database or disk is full'));
+    }
+    return write(op, args);
+  }) as typeof committer.write;
+
+  await forward(target, INSTALLATION, samplesAt(T0));
+  expect(target.log.lines.some((line) => line.includes('planner.mark_failed samples=1'))).toBe(true);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
+
+  // A new batch makes the loop read the outbox again while T0 is still pending there.
+  await forward(target, INSTALLATION, samplesAt(T0 + 1));
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
+  await waitUntil(() => states(target, INSTALLATION).every(([, state]) => state === PlannerState.sent));
+  expect(states(target, INSTALLATION)).toEqual([
+    [T0, PlannerState.sent],
+    [T0 + 1, PlannerState.sent],
+  ]);
+});
+
+test('an outcome still unwritten at shutdown gets one last write', async () => {
+  const fake = planner();
+  // The retry would come only after an hour: the stop must write it.
+  const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => after(ms === limits.plannerMarkRetryMs ? 3_600_000 : ms / 20, expire) };
+  const target = await service(forwarding(fake), { timers });
+  const { committer } = target.storage;
+  const write = committer.write.bind(committer);
+  let failures = 1;
+  committer.write = ((op, args) =>
+    op === 'plannerSettled' && failures-- > 0 ? Promise.reject(new Error('disk I/O error')) : write(op, args)) as typeof committer.write;
+  await forward(target, INSTALLATION, samplesAt(T0));
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
+  await target.planner.stop();
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
 test('shutdown waits a bounded time for a hanging planner, then leaves the sample waiting', async () => {

@@ -78,6 +78,12 @@ export class PlannerForwarder implements SampleForwarder {
   /** Outcomes waiting to be written together. */
   private settled: SettledSample[] = [];
   private settling: Promise<void> | null = null;
+  private cancelSettling: () => void = () => {};
+  /**
+   * By installation, the `utc` of samples the planner has answered whose outcome could not be written
+   * yet: still pending in the database, so kept out of every reread until a retried write records them.
+   */
+  private readonly unrecorded = new Map<string, Set<number>>();
   private readonly pending;
   private readonly timers: PlannerTimers;
   private readonly fetch: typeof fetch;
@@ -132,6 +138,7 @@ export class PlannerForwarder implements SampleForwarder {
     });
     await this.idle();
     cancel();
+    await this.lastSettledWrite();
   }
 
   private tokenFor(installationId: string): string | null {
@@ -169,8 +176,10 @@ export class PlannerForwarder implements SampleForwarder {
   /** The oldest waiting sample, reading the outbox again when it changed or the page ran out. */
   private next(installation: Installation): PendingSample | undefined {
     if (installation.reread || (installation.queue.length === 0 && installation.more)) {
-      installation.queue = this.pending.all(installation.id, limits.plannerQueueSamples);
-      installation.more = installation.queue.length === limits.plannerQueueSamples;
+      const page = this.pending.all(installation.id, limits.plannerQueueSamples);
+      const answered = this.unrecorded.get(installation.id);
+      installation.queue = answered ? page.filter((sample) => !answered.has(sample.utc)) : page;
+      installation.more = page.length === limits.plannerQueueSamples;
       installation.reread = false;
     }
     return installation.queue[0];
@@ -257,22 +266,49 @@ export class PlannerForwarder implements SampleForwarder {
    */
   private settle(installation: Installation, sample: PendingSample, state: SettledSample['state']): Promise<void> {
     this.settled.push({ installationId: installation.id, utc: sample.utc, state });
-    this.settling ??= new Promise<void>((resolve) => this.timers.delay(limits.plannerMarkGatherMs, resolve)).then(() =>
+    return this.writeSettledIn(limits.plannerMarkGatherMs);
+  }
+
+  private writeSettledIn(ms: number): Promise<void> {
+    this.settling ??= new Promise<void>((resolve) => (this.cancelSettling = this.timers.delay(ms, resolve))).then(() =>
       this.writeSettled(),
     );
     return this.settling;
   }
 
+  /**
+   * Writes the gathered outcomes. Should the write fail (a full disk), they are kept out of rereads
+   * and written again later, so the planner never gets these samples a second time in this run.
+   */
   private async writeSettled(): Promise<void> {
     const samples = this.settled;
     this.settled = [];
     this.settling = null;
     try {
       await this.options.committer.write('plannerSettled', samples);
+      this.recorded(samples);
     } catch (error) {
-      // The samples stay pending and are sent again after a restart; nothing else can be done.
       this.options.log.error('planner.mark_failed', { samples: samples.length, reason: (error as Error).message });
+      for (const { installationId, utc } of samples) {
+        this.unrecorded.set(installationId, (this.unrecorded.get(installationId) ?? new Set()).add(utc));
+      }
+      this.settled.push(...samples);
+      if (!this.halted) void this.writeSettledIn(limits.plannerMarkRetryMs);
     }
+  }
+
+  private recorded(samples: SettledSample[]): void {
+    for (const { installationId, utc } of samples) {
+      const answered = this.unrecorded.get(installationId);
+      if (answered?.delete(utc) && answered.size === 0) this.unrecorded.delete(installationId);
+    }
+  }
+
+  /** At shutdown: one last try for outcomes still unwritten; what fails stays pending, sent after the restart. */
+  private async lastSettledWrite(): Promise<void> {
+    this.cancelSettling();
+    this.settling = null;
+    if (this.settled.length > 0) await this.writeSettled();
   }
 
   /** Equal jitter: between half and all of the delay, so installations retrying together spread out. */
