@@ -131,7 +131,7 @@ describe('POST /v1/pair/start', () => {
   test('validates installationId and name, naming the field', async () => {
     await start();
     const cases: [unknown, string][] = [
-      [{}, 'installationId must be a UUID'],
+      [{}, 'installationId is required'],
       [{ installationId: 'car-1' }, 'installationId must be a UUID'],
       [{ installationId: INSTALLATION, name: '' }, 'name must be a string of 1..64 characters'],
       [{ installationId: INSTALLATION, name: 'x'.repeat(65) }, 'name must be a string of 1..64 characters'],

@@ -236,10 +236,12 @@ describe('dropping values', () => {
 
 describe('refusing a batch', () => {
   const cases: [string, Record<string, unknown>, string][] = [
-    ['installationId missing', { installationId: undefined, samples: [] }, 'installationId must be a UUID'],
+    ['installationId missing', { installationId: undefined, samples: [] }, 'installationId is required'],
+    ['installationId null', { installationId: null, samples: [] }, 'installationId is required'],
     ['installationId not a UUID', { installationId: 'car-1', samples: [] }, 'installationId must be a UUID'],
     ['installationId a number', { installationId: 5, samples: [] }, 'installationId must be a UUID'],
-    ['samples missing', {}, 'samples must be an array'],
+    ['samples missing', {}, 'samples is required'],
+    ['samples null', { samples: null }, 'samples is required'],
     ['samples an object', { samples: { 0: { utc: UTC, soc: 1 } } }, 'samples must be an array'],
     ['plannerSentUtc negative', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: -1 }, 'plannerSentUtc must be a non-negative integer'],
     ['plannerSentUtc not whole', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 1.5 }, 'plannerSentUtc must be a non-negative integer'],

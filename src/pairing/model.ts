@@ -1,7 +1,7 @@
 /** Validation of the car's pairing requests; messages begin with the offending field. */
 import { badRequest } from '../http/errors.ts';
 import { limits } from '../limits.ts';
-import { isUuid } from '../uuid.ts';
+import { uuid } from '../http/validate.ts';
 
 export interface StartRequest {
   installationId: string;
@@ -9,12 +9,12 @@ export interface StartRequest {
 }
 
 export function parseStart(body: Record<string, unknown>): StartRequest {
-  if (!isUuid(body.installationId)) throw badRequest('installationId must be a UUID');
+  const installationId = uuid(body.installationId, 'installationId');
   const name = body.name ?? null;
   if (name !== null && !(typeof name === 'string' && isNameLength([...name].length))) {
     throw badRequest(`name must be a string of 1..${limits.deviceNameMaxChars} characters`);
   }
-  return { installationId: body.installationId.toLowerCase(), name };
+  return { installationId, name };
 }
 
 const isNameLength = (chars: number) => chars >= 1 && chars <= limits.deviceNameMaxChars;

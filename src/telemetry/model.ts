@@ -4,7 +4,7 @@
  */
 import { badRequest } from '../http/errors.ts';
 import { limits } from '../limits.ts';
-import { isUuid } from '../uuid.ts';
+import { required, uuid } from '../http/validate.ts';
 import { sampleFieldNames, sampleFields, UTC_MAX_AHEAD_S, UTC_MIN, type SampleField } from './fields.ts';
 
 /** A usable sample as stored: `utc`, then every field of the table in its order (null when absent). */
@@ -22,12 +22,6 @@ export interface Batch {
   dropped: string[];
 }
 
-export const batchMessages = {
-  installationId: 'installationId must be a UUID',
-  samples: 'samples must be an array',
-  plannerSentUtc: 'plannerSentUtc must be a non-negative integer',
-} as const;
-
 /** The row position of each field: 0 is `utc`. */
 const fieldColumns = new Map<string, { column: number; field: SampleField }>(
   sampleFieldNames.map((name, index) => [name, { column: index + 1, field: sampleFields[name] }]),
@@ -35,12 +29,12 @@ const fieldColumns = new Map<string, { column: number; field: SampleField }>(
 
 /** Checks a batch at server time `nowMs`: a 400 for the batch itself, dropped values otherwise. */
 export function validateBatch(body: Record<string, unknown>, nowMs: number): Batch {
-  const { installationId, samples } = body;
+  const installationId = uuid(body.installationId, 'installationId');
+  const samples = required(body.samples, 'samples');
   const plannerSentUtc = body.plannerSentUtc ?? 0;
-  if (!isUuid(installationId)) throw badRequest(batchMessages.installationId);
-  if (!Array.isArray(samples)) throw badRequest(batchMessages.samples);
+  if (!Array.isArray(samples)) throw badRequest('samples must be an array');
   if (!Number.isSafeInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) {
-    throw badRequest(batchMessages.plannerSentUtc);
+    throw badRequest('plannerSentUtc must be a non-negative integer');
   }
 
   const latestUtc = Math.floor(nowMs / 1000) + UTC_MAX_AHEAD_S;
@@ -70,7 +64,7 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
     droppedCount += sampleNotes.length;
     dropped.push(...sampleNotes.slice(0, limits.droppedListed - dropped.length));
   }
-  return { installationId: installationId.toLowerCase(), plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
+  return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
 }
 
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
