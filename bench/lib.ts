@@ -62,9 +62,13 @@ export interface Baseline {
   stop(): Promise<void>;
 }
 
-/** The bare `Bun.serve` baseline (bench/baseline-server.ts) in its own process, like the service. */
-export async function startBaseline(): Promise<Baseline> {
-  const child = Bun.spawn(['bun', join(import.meta.dir, 'baseline-server.ts')], { stdout: 'pipe', stderr: 'inherit' });
+/**
+ * The bare `Bun.serve` baseline (bench/baseline-server.ts) in its own process, like the service; with
+ * `databasePath`, the durable baseline that also stores each batch with a minimal group commit.
+ */
+export async function startBaseline(databasePath?: string): Promise<Baseline> {
+  const args = databasePath ? [databasePath] : [];
+  const child = Bun.spawn(['bun', join(import.meta.dir, 'baseline-server.ts'), ...args], { stdout: 'pipe', stderr: 'inherit' });
   const reader = child.stdout.getReader();
   let text = '';
   while (!/address=(\S+)/.test(text)) {

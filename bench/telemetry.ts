@@ -1,24 +1,27 @@
 /**
  * Telemetry benchmark: POST /v1/telemetry of the compiled binary in batches of 1, 10 and 100 samples
- * (bench/telemetry.lua makes every request store new rows), alternating with the bare `Bun.serve`
- * baseline in the same run, then the service's RSS once it has stored many samples.
+ * (bench/telemetry.lua makes every request store new rows), in rotation with two baselines in the same
+ * run: the bare `Bun.serve` that only parses the JSON, and the durable baseline that also stores the
+ * samples with a minimal group commit (the least durable work the request needs on this machine);
+ * then the service's RSS once it has stored many samples.
  * Run: `bun bench/telemetry.ts` (or `bun run bench`, which runs every benchmark).
  *
- * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (alternating runs of each side per
+ * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (rotating runs of each side per
  * batch size, default 2), BENCH_RSS_SAMPLES (samples stored before reading RSS, default 5000000),
  * BENCH_RSS_MAX_SECONDS (time allowed for filling up to that, default 240), DURABILITY (of the
  * service, default full). Raw figures go to bench/results/telemetry-<time>.json.
  */
 import { Database } from 'bun:sqlite';
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  alternate,
+  benchDir,
   buildBinary,
   knob,
   LUA_AUTHORIZATION,
   memoryMiB,
   medianRun,
+  rotate,
   startBaseline,
   startService,
   wrk,
@@ -34,6 +37,10 @@ const RSS_SAMPLES = knob('BENCH_RSS_SAMPLES', 5_000_000);
 const RSS_MAX_SECONDS = knob('BENCH_RSS_MAX_SECONDS', 240);
 const DURABILITY = process.env.DURABILITY ?? 'full';
 const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'telemetry.lua')).text());
+
+/** The service, the bare baseline and the durable baseline, measured in rotation. */
+const SIDES = ['service', 'baseline', 'durable'] as const;
+type Side = (typeof SIDES)[number];
 
 let runId = 0;
 
@@ -59,32 +66,34 @@ if (import.meta.main) {
   await buildBinary();
   const service = await startService({ DURABILITY });
   const baseline = await startBaseline();
+  const durableDir = benchDir();
+  const durable = await startBaseline(join(durableDir, 'baseline.db'));
   const database = new Database(service.databasePath, { readonly: true });
   const stored = () => database.query<{ n: number }, []>('SELECT count(*) AS n FROM samples').get()!.n;
   console.log(
     `# telemetry: durability ${DURABILITY}, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
   );
   try {
-    const results: Record<number, { service: LoadResult[]; baseline: LoadResult[] }> = {};
+    const results: Record<number, Record<Side, LoadResult[]>> = {};
     for (const batchSize of BATCH_SIZES) {
-      const [ours, bare] = await alternate(
-        ROUNDS,
+      const [ours, bare, durableBare] = await rotate(ROUNDS, [
         () => load('service', service.url, batchSize),
         () => load('baseline', baseline.url, batchSize),
-      );
-      results[batchSize] = { service: ours, baseline: bare };
+        () => load('durable baseline', durable.url, batchSize),
+      ]);
+      results[batchSize] = { service: ours!, baseline: bare!, durable: durableBare! };
     }
 
-    const summary: Record<number, { service: LoadResult; baseline: LoadResult }> = {};
-    console.log('\nbatch  target     batches/s    samples/s   p50 ms   p99 ms   vs baseline');
+    const summary: Record<number, Record<Side, LoadResult>> = {};
+    console.log('\nbatch  target      batches/s    samples/s   p50 ms   p99 ms   service vs this');
     for (const batchSize of BATCH_SIZES) {
-      const ours = medianRun(results[batchSize]!.service);
-      const bare = medianRun(results[batchSize]!.baseline);
-      summary[batchSize] = { service: ours, baseline: bare };
-      for (const [target, run] of [['service', ours], ['baseline', bare]] as const) {
-        const ratio = run === ours ? fmt(ours.requestsPerSecond / bare.requestsPerSecond, 2) : '';
+      const runs = { service: medianRun(results[batchSize]!.service), baseline: medianRun(results[batchSize]!.baseline), durable: medianRun(results[batchSize]!.durable) };
+      summary[batchSize] = runs;
+      for (const side of SIDES) {
+        const run = runs[side];
+        const ratio = side === 'service' ? '' : fmt(runs.service.requestsPerSecond / run.requestsPerSecond, 2);
         console.log(
-          `${String(batchSize).padStart(5)}  ${target.padEnd(9)} ${fmt(run.requestsPerSecond).padStart(10)} ` +
+          `${String(batchSize).padStart(5)}  ${side.padEnd(9)} ${fmt(run.requestsPerSecond).padStart(11)} ` +
             `${fmt(run.requestsPerSecond * batchSize).padStart(12)} ${fmt(run.p50Ms, 2).padStart(8)} ` +
             `${fmt(run.p99Ms, 2).padStart(8)}   ${ratio}`,
         );
@@ -123,5 +132,7 @@ if (import.meta.main) {
     database.close();
     await service.stop();
     await baseline.stop();
+    await durable.stop();
+    rmSync(durableDir, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,43 @@
+/**
+ * The durable baseline's writer: parses each body and stores its samples, one transaction and one
+ * sync (WAL, synchronous=FULL) per group of bodies, a plain INSERT OR REPLACE of the values of
+ * bench/telemetry.lua's samples keyed like the service's samples; no savepoints, no validation.
+ */
+import { Database } from 'bun:sqlite';
+
+declare const self: Worker;
+
+const COLUMNS = ['soc', 'power', 'speed', 'lat', 'lon', 'elevation', 'is_charging', 'ext_temp', 'batt_temp', 'odometer'];
+let db: Database;
+let insert: ReturnType<Database['query']>;
+
+interface Batch {
+  installationId: string;
+  samples: Record<string, number | boolean>[];
+}
+
+self.onmessage = (event: MessageEvent<{ path?: string; bodies?: string[] }>) => {
+  const { path, bodies } = event.data;
+  if (path) return open(path);
+  db.run('BEGIN IMMEDIATE');
+  const stored = bodies!.map((body) => {
+    const { installationId, samples } = JSON.parse(body) as Batch;
+    for (const sample of samples) {
+      insert.run(installationId, sample.utc!, ...COLUMNS.map((column) => Number(sample[column] ?? NaN)));
+    }
+    return samples.length;
+  });
+  db.run('COMMIT');
+  self.postMessage(stored);
+};
+
+function open(path: string): void {
+  db = new Database(path, { create: true });
+  db.run('PRAGMA journal_mode = WAL');
+  db.run('PRAGMA synchronous = FULL');
+  db.run(
+    `CREATE TABLE IF NOT EXISTS samples (installation_id TEXT NOT NULL, utc INTEGER NOT NULL,
+      ${COLUMNS.map((column) => `${column} REAL`).join(', ')}, PRIMARY KEY (utc, installation_id))`,
+  );
+  insert = db.query(`INSERT OR REPLACE INTO samples VALUES (${['?', '?', ...COLUMNS.map(() => '?')].join(', ')})`);
+}
