@@ -60,6 +60,8 @@ export const limits = {
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */
   plannerQueueSamples: 1000,
+  /** Installations remembered with an empty outbox, so their next batch is queued without reading it back. */
+  plannerQuietInstallations: 10_000,
   /** Requests to the planner at once, over all installations. */
   plannerInFlight: 8,
   /** Attempts to hand one sample to the planner before it is given up. */

@@ -92,7 +92,7 @@ function states(target: TestService, installationId: string): [number, number][]
 
 async function forward(target: TestService, installationId: string, samples: Sample[]): Promise<void> {
   seedPending(target, installationId, samples);
-  target.planner.stored(installationId);
+  target.planner.recheck(installationId);
   await target.planner.idle();
 }
 
@@ -121,7 +121,7 @@ test('at most 8 requests are at the planner at once over all installations', asy
   const target = await service(forwarding(fake));
   const installations = Array.from({ length: 12 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
   for (const id of installations) seedPending(target, id, samplesAt(T0 + 3, T0 + 1, T0 + 2));
-  for (const id of installations) target.planner.stored(id);
+  for (const id of installations) target.planner.recheck(id);
   await target.planner.idle();
 
   expect(fake.requests).toHaveLength(36);
@@ -138,8 +138,8 @@ test('one installation never has two requests at the planner at once, and its or
   const target = await service(forwarding(fake, { defaultToken: null, tokens }));
   seedPending(target, INSTALLATION, samplesAt(T0 + 5, T0 + 1, T0 + 3, T0 + 2, T0 + 4));
   seedPending(target, OTHER_INSTALLATION, samplesAt(T0 + 9, T0 + 8));
-  target.planner.stored(INSTALLATION);
-  target.planner.stored(OTHER_INSTALLATION);
+  target.planner.recheck(INSTALLATION);
+  target.planner.recheck(OTHER_INSTALLATION);
   await target.planner.idle();
 
   expect(fake.maxInFlightPerToken).toBe(1);
@@ -180,7 +180,7 @@ test('two 500s then success: delivered once, after backoffs of 1 s then 2 s with
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0, T0]);
   expect(backoffs).toEqual([750, 1500]); // random() = 0.5: halfway between half and all of 1 s, 2 s
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
-  expect(target.planner.stats).toEqual({ sent: 1, givenUp: 0, retried: 2 });
+  expect(target.planner.stats).toEqual({ sent: 1, givenUp: 0, retried: 2, outboxReads: 1 });
   expect(target.log.lines.filter((line) => line.includes('planner.retry'))).toHaveLength(2);
   expect(target.log.lines.find((line) => line.includes('planner.retry'))).toMatch(
     new RegExp(`warn planner.retry installation=${INSTALLATION} status=500 attempt=1$`),
@@ -248,7 +248,7 @@ test('more samples than fit in memory are read page by page; none is given up', 
   const utcs = Array.from({ length: limits.plannerQueueSamples + 50 }, (_, i) => T0 + i);
   await forward(target, INSTALLATION, samplesAt(...utcs));
   expect(fake.utcsOf(TOKEN)).toEqual(utcs);
-  expect(target.planner.stats).toEqual({ sent: utcs.length, givenUp: 0, retried: 0 });
+  expect(target.planner.stats).toEqual({ sent: utcs.length, givenUp: 0, retried: 0, outboxReads: 2 });
 });
 
 test('sent samples are not sent again after a restart; samples waiting at a stop are sent after it', async () => {
@@ -263,7 +263,7 @@ test('sent samples are not sent again after a restart; samples waiting at a stop
   const second = await service(forwarding(fake), { dir, timers: { ...fastTimers(), backoff: after } });
   expect(second.log.lines.some((line) => line.includes('planner.resumed'))).toBe(false);
   seedPending(second, INSTALLATION, samplesAt(T0 + 2, T0 + 3));
-  second.planner.stored(INSTALLATION);
+  second.planner.recheck(INSTALLATION);
   await fake.waitFor(3);
   await second.close();
   expect(fake.requests).toHaveLength(3);
@@ -324,7 +324,7 @@ test('shutdown waits a bounded time for a hanging planner, then leaves the sampl
   const fake = planner(() => ({ delayMs: 60_000 }));
   const target = await service(forwarding(fake));
   seedPending(target, INSTALLATION, samplesAt(T0));
-  target.planner.stored(INSTALLATION);
+  target.planner.recheck(INSTALLATION);
   await fake.waitFor(1);
   await target.planner.stop(50);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
@@ -399,6 +399,44 @@ describe('through POST /v1/telemetry', () => {
     await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11) });
     await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11) });
     expect(fake.utcsOf(TOKEN)).toEqual([T0 + 100, T0 + 101, T0 + 10, T0 + 11]);
+  });
+
+  test('new batches are queued as the write reports them: the outbox is read once, when the installation is first seen', async () => {
+    const fake = planner();
+    const target = await service(forwarding(fake));
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 3, T0 + 2) });
+    await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 4) });
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4]);
+    expect(target.planner.stats).toMatchObject({ sent: 5, outboxReads: 1 });
+    expect(states(target, INSTALLATION).every(([, state]) => state === PlannerState.sent)).toBe(true);
+  });
+
+  test('a late batch that arrives while newer samples wait is read back from the outbox and sent oldest first', async () => {
+    const fake = planner(() => ({ delayMs: 100 }));
+    const target = await service(forwarding(fake));
+    await post(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11, T0 + 12) });
+    await fake.waitFor(1); // T0 + 10 is at the planner, T0 + 11 and T0 + 12 wait
+    await post(target, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await target.planner.idle();
+    expect(fake.utcsOf(TOKEN)).toEqual([T0 + 10, T0, T0 + 1, T0 + 11, T0 + 12]);
+    expect(target.planner.stats).toMatchObject({ sent: 5, outboxReads: 2 });
+  });
+
+  test('a waiting sample withdrawn by a later plannerSentUtc is not sent', async () => {
+    const fake = planner(() => ({ delayMs: 100 }));
+    const target = await service(forwarding(fake));
+    const samples = samplesAt(T0, T0 + 1, T0 + 2);
+    await post(target, { installationId: INSTALLATION, samples });
+    await fake.waitFor(1); // T0 is at the planner; T0 + 1 and T0 + 2 wait in the queue
+    await post(target, { installationId: INSTALLATION, plannerSentUtc: T0 + 1, samples });
+    await target.planner.idle();
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 2]);
+    expect(states(target, INSTALLATION)).toEqual([
+      [T0, PlannerState.none], // withdrawn while at the planner: the car's word stays
+      [T0 + 1, PlannerState.none],
+      [T0 + 2, PlannerState.sent],
+    ]);
   });
 
   test('nothing is forwarded for an invalid batch or one without a usable sample', async () => {

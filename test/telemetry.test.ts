@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { tokenHash } from '../src/devices/token.ts';
-import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
+import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
@@ -12,11 +12,12 @@ const UTC = NOW_S - 60;
 /** Records the hand-off; forwards the installations it is given. */
 function recordingForwarder(forwarded: string[] = []) {
   const stored: string[] = [];
+  const changes: OutboxChange[] = [];
   const forwarder: SampleForwarder = {
     forwards: (installationId) => forwarded.includes(installationId),
-    stored: (installationId) => void stored.push(installationId),
+    stored: (installationId, change) => void (stored.push(installationId), changes.push(change)),
   };
-  return { forwarder, stored, forwarded };
+  return { forwarder, stored, changes, forwarded };
 }
 
 let service: TestService;
@@ -329,6 +330,31 @@ describe('hand-off to the planner forwarder', () => {
       [UTC + 1, 0],
       [UTC + 2, 1],
     ]);
+  });
+
+  test('the hand-off carries the samples the batch made pending, oldest first, or says waiting ones were withdrawn', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    const handedOff = async (body: Record<string, unknown>) => {
+      handOff.changes.length = 0;
+      expect((await post({ installationId, ...body })).status).toBe(200);
+      return handOff.changes.map(({ added, withdrawn }) => ({ utcs: added.map((row) => row[0]), withdrawn }));
+    };
+    const samples = [{ utc: UTC + 2, soc: 72 }, { utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }];
+    expect(await handedOff({ samples })).toEqual([{ utcs: [UTC, UTC + 1, UTC + 2], withdrawn: false }]);
+    expect(handOff.changes[0]!.added[0]!.slice(0, 2)).toEqual([UTC, 70]); // utc, then the field table's columns
+    expect(await handedOff({ samples })).toEqual([]); // a copy changes nothing
+    expect(await handedOff({ samples: [...samples, { utc: UTC + 3, soc: 73 }] })).toEqual([{ utcs: [UTC + 3], withdrawn: false }]);
+    expect(await handedOff({ plannerSentUtc: UTC + 1, samples })).toEqual([{ utcs: [], withdrawn: true }]);
+  });
+
+  test('of two copies committed together, one hands off the samples', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    handOff.changes.length = 0;
+    const body = { installationId, samples: [{ utc: UTC, soc: 1 }, { utc: UTC + 1, soc: 2 }] };
+    await Promise.all([post(body), post(body)]);
+    expect(handOff.changes.map(({ added }) => added.map((row) => row[0]))).toEqual([[UTC, UTC + 1]]);
   });
 
   test('not handed off when validation or ownership fails', async () => {

@@ -8,15 +8,20 @@
  * in memory and reads the next page from the database as it drains, so a planner that is down for
  * hours costs bounded memory and loses nothing: samples are given up only after their last attempt
  * or on an answer that retrying cannot change.
+ *
+ * The queue mirrors the installation's outbox: a batch's new samples are queued as the write reports
+ * them, without reading them back; the outbox is read when the mirror cannot be trusted (at start-up,
+ * for a batch older than what waits, a withdrawal, a queue over its page).
  */
 import type { Database } from 'bun:sqlite';
 import type { PlannerConfig } from '../config.ts';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import type { SampleForwarder } from '../telemetry/forwarder.ts';
 import { PlannerState } from '../telemetry/schema.ts';
-import { installationsWithPending, pendingSamplesQuery, type PendingSample, type SettledSample } from './store.ts';
+import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
+import type { SampleRow } from '../telemetry/model.ts';
+import { installationsWithPending, pendingSamplesReader, type SettledSample } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
@@ -48,9 +53,9 @@ export interface ForwarderOptions {
 interface Installation {
   id: string;
   token: string;
-  /** Waiting samples read from the outbox, oldest first; the head is the one being delivered. */
-  queue: PendingSample[];
-  /** New samples were committed since the queue was read. */
+  /** Waiting samples, oldest first, as in the outbox; the head is the one being delivered. */
+  queue: SampleRow[];
+  /** The queue no longer mirrors the outbox: read it again before the next sample. */
   reread: boolean;
   /** The last page was full: more samples wait in the database. */
   more: boolean;
@@ -62,11 +67,18 @@ export interface ForwarderStats {
   sent: number;
   givenUp: number;
   retried: number;
+  /** Pages read from the outbox. */
+  outboxReads: number;
 }
 
 export class PlannerForwarder implements SampleForwarder {
-  readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0 };
+  readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0, outboxReads: 0 };
   private readonly installations = new Map<string, Installation>();
+  /**
+   * Installations without a loop whose outbox was last seen empty (oldest first, at most
+   * `plannerQuietInstallations`): their next batch is queued as it comes, without a read.
+   */
+  private readonly quiet = new Set<string>();
   private readonly loops = new Set<Promise<void>>();
   private readonly slots = new Slots(limits.plannerInFlight);
   /** Set at shutdown: no new attempt starts, backoff waits end. */
@@ -84,12 +96,12 @@ export class PlannerForwarder implements SampleForwarder {
    * yet: still pending in the database, so kept out of every reread until a retried write records them.
    */
   private readonly unrecorded = new Map<string, Set<number>>();
-  private readonly pending;
+  private readonly readPending;
   private readonly timers: PlannerTimers;
   private readonly fetch: typeof fetch;
 
   constructor(private readonly options: ForwarderOptions) {
-    this.pending = pendingSamplesQuery(options.db);
+    this.readPending = pendingSamplesReader(options.db);
     this.timers = options.timers ?? realTimers;
     this.fetch = options.fetch ?? fetch;
   }
@@ -99,20 +111,25 @@ export class PlannerForwarder implements SampleForwarder {
     return this.tokenFor(installationId) !== null;
   }
 
-  /** Called after a commit that stored pending samples of the installation; never waits. */
-  stored(installationId: string): void {
+  /** Called after a commit that changed the installation's outbox; never waits. */
+  stored(installationId: string, change: OutboxChange): void {
     const token = this.tokenFor(installationId);
     if (token === null || this.halted) return;
-    const known = this.installations.get(installationId);
-    if (known) known.reread = true;
-    else this.startLoop(installationId, token);
+    const installation = this.installations.get(installationId) ?? this.startLoop(installationId, token);
+    if (this.quiet.delete(installationId)) installation.reread = false; // a new loop on an empty outbox
+    this.take(installation, change);
+  }
+
+  /** The outbox of the installation may hold samples the forwarder does not know of: read it. */
+  recheck(installationId: string): void {
+    this.stored(installationId, { added: [], withdrawn: true });
   }
 
   /** Start-up scan: sends what was still waiting when the server last stopped. */
   resume(): void {
     if (this.options.config.apiKey === null) return;
     const waiting = installationsWithPending(this.options.db).filter((id) => this.forwards(id));
-    for (const id of waiting) this.stored(id);
+    for (const id of waiting) this.recheck(id);
     if (waiting.length > 0) this.options.log.info('planner.resumed', { installations: waiting.length });
   }
 
@@ -147,7 +164,21 @@ export class PlannerForwarder implements SampleForwarder {
     return tokens.get(installationId.toLowerCase()) ?? defaultToken;
   }
 
-  private startLoop(id: string, token: string): void {
+  /**
+   * Queues a batch's new samples behind those waiting; when that would break the order or the page,
+   * or waiting samples were withdrawn, the outbox is read again instead.
+   */
+  private take(installation: Installation, { added, withdrawn }: OutboxChange): void {
+    if (installation.reread) return;
+    const { queue } = installation;
+    const last = queue.at(-1);
+    const inOrder = added.length === 0 || last === undefined || (added[0]![0] as number) > (last[0] as number);
+    const fits = queue.length + added.length <= limits.plannerQueueSamples;
+    if (withdrawn || installation.more || !inOrder || !fits) installation.reread = true;
+    else queue.push(...added);
+  }
+
+  private startLoop(id: string, token: string): Installation {
     const installation: Installation = { id, token, queue: [], reread: true, more: false, backoffMs: 0 };
     this.installations.set(id, installation);
     const loop = this.drain(installation)
@@ -157,28 +188,41 @@ export class PlannerForwarder implements SampleForwarder {
         this.loops.delete(loop);
       });
     this.loops.add(loop);
+    return installation;
   }
 
   private async drain(installation: Installation): Promise<void> {
     // The first read happens after the ingest request that woke us has been answered.
     await new Promise((resolve) => setImmediate(resolve));
+    let emptied = false;
     try {
-      for (let sample = this.next(installation); sample && !this.halted; sample = this.next(installation)) {
+      while (!this.halted) {
+        const sample = this.next(installation);
+        if (!sample) return void (emptied = true);
         if (!(await this.deliver(installation, sample))) return;
         installation.queue.shift();
       }
     } finally {
       // In the same turn as the last empty read: a `stored()` from now on starts a new loop, not a dying one.
-      if (this.installations.get(installation.id) === installation) this.installations.delete(installation.id);
+      if (this.installations.get(installation.id) === installation) {
+        this.installations.delete(installation.id);
+        if (emptied) this.rememberQuiet(installation.id);
+      }
     }
   }
 
-  /** The oldest waiting sample, reading the outbox again when it changed or the page ran out. */
-  private next(installation: Installation): PendingSample | undefined {
+  private rememberQuiet(id: string): void {
+    this.quiet.add(id);
+    if (this.quiet.size > limits.plannerQuietInstallations) this.quiet.delete(this.quiet.values().next().value!);
+  }
+
+  /** The oldest waiting sample, reading the outbox again when the queue left it or the page ran out. */
+  private next(installation: Installation): SampleRow | undefined {
     if (installation.reread || (installation.queue.length === 0 && installation.more)) {
-      const page = this.pending.all(installation.id, limits.plannerQueueSamples);
+      const page = this.readPending(installation.id, limits.plannerQueueSamples);
+      this.stats.outboxReads += 1;
       const answered = this.unrecorded.get(installation.id);
-      installation.queue = answered ? page.filter((sample) => !answered.has(sample.utc)) : page;
+      installation.queue = answered ? page.filter((sample) => !answered.has(sample[0] as number)) : page;
       installation.more = page.length === limits.plannerQueueSamples;
       installation.reread = false;
     }
@@ -186,7 +230,7 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
-  private async deliver(installation: Installation, sample: PendingSample): Promise<boolean> {
+  private async deliver(installation: Installation, sample: SampleRow): Promise<boolean> {
     const body = formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) await this.pause(this.jittered(installation.backoffMs));
@@ -253,7 +297,7 @@ export class PlannerForwarder implements SampleForwarder {
     });
   }
 
-  private async giveUp(installation: Installation, sample: PendingSample, reason: FailureReason, attempts: number) {
+  private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
     await this.settle(installation, sample, PlannerState.givenUp);
     this.stats.givenUp += 1;
@@ -264,8 +308,8 @@ export class PlannerForwarder implements SampleForwarder {
    * Records an outcome; resolves once it is committed. Outcomes are gathered for a moment into one
    * write, so forwarding costs a commit per gathering, not per sample.
    */
-  private settle(installation: Installation, sample: PendingSample, state: SettledSample['state']): Promise<void> {
-    this.settled.push({ installationId: installation.id, utc: sample.utc, state });
+  private settle(installation: Installation, sample: SampleRow, state: SettledSample['state']): Promise<void> {
+    this.settled.push({ installationId: installation.id, utc: sample[0] as number, state });
     return this.writeSettledIn(limits.plannerMarkGatherMs);
   }
 

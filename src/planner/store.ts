@@ -2,22 +2,22 @@
  * The outbox: samples waiting for the planner are rows of `samples` with planner_state = pending,
  * read on the main connection through the partial index; their outcome is written by the committer.
  */
-import type { Database, Statement } from 'bun:sqlite';
+import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
-import { sampleFieldNames, type SampleFieldName } from '../telemetry/fields.ts';
+import { sampleFieldNames } from '../telemetry/fields.ts';
+import type { SampleRow } from '../telemetry/model.ts';
 import { PlannerState } from '../telemetry/schema.ts';
-
-export type PendingSample = { utc: number } & { [K in SampleFieldName]?: number | string | null };
 
 // The literal state (not a parameter) lets SQLite match the partial index `samples_planner_pending`.
 const PENDING = `planner_state = ${PlannerState.pending}`;
 
-/** The oldest waiting samples of one installation, at most `limit`. */
-export function pendingSamplesQuery(db: Database): Statement<PendingSample, [string, number]> {
-  return db.query<PendingSample, [string, number]>(
+/** Reads the oldest waiting samples of one installation, at most `limit`, as rows like the batch's. */
+export function pendingSamplesReader(db: Database): (installationId: string, limit: number) => SampleRow[] {
+  const query = db.query<SampleRow, [string, number]>(
     `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
      WHERE installation_id = ? AND ${PENDING} ORDER BY utc LIMIT ?`,
   );
+  return (installationId, limit) => query.values(installationId, limit) as SampleRow[];
 }
 
 /** Installations with samples still waiting: the start-up scan. */

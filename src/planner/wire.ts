@@ -3,7 +3,7 @@
  * `{"status":"ok"}` on success. Nothing here logs: the body holds the key and the token.
  */
 import { sampleFieldNames } from '../telemetry/fields.ts';
-import type { PendingSample } from './store.ts';
+import type { SampleRow } from '../telemetry/model.ts';
 
 export interface PlannerCredentials {
   apiKey: string;
@@ -11,18 +11,18 @@ export interface PlannerCredentials {
 }
 
 /** The `tlm` JSON: `utc` (seconds) and the sample's stored fields, in the field table's order. */
-export function tlmOf(sample: PendingSample): string {
-  const tlm: Record<string, number | string> = { utc: sample.utc };
-  for (const name of sampleFieldNames) {
-    const value = sample[name];
-    // Only usable values are stored: an absent or dropped field is a NULL column.
+export function tlmOf(sample: SampleRow): string {
+  const tlm: Record<string, number | string> = { utc: sample[0]! };
+  sampleFieldNames.forEach((name, index) => {
+    const value = sample[index + 1];
+    // Only usable values are stored: an absent or dropped field is null.
     if (value !== null && value !== undefined) tlm[name] = value;
-  }
+  });
   return JSON.stringify(tlm);
 }
 
 /** `api_key=…&token=…&tlm=…`, application/x-www-form-urlencoded. */
-export function formBody(credentials: PlannerCredentials, sample: PendingSample): string {
+export function formBody(credentials: PlannerCredentials, sample: SampleRow): string {
   return new URLSearchParams({ api_key: credentials.apiKey, token: credentials.token, tlm: tlmOf(sample) }).toString();
 }
 

@@ -1,11 +1,21 @@
 /**
  * The planner forwarder as telemetry sees it. The samples table is the forwarder's outbox: the write
- * marks new samples pending, and `stored` only tells the forwarder that there may be work.
+ * marks new samples pending, and `stored` tells the forwarder what that changed, so that it can queue
+ * the new samples without reading them back.
  */
+import type { SampleRow } from './model.ts';
+
+/** What a committed batch changed in its installation's outbox. */
+export interface OutboxChange {
+  /** The samples this batch made pending (rows it inserted), oldest first. */
+  added: SampleRow[];
+  /** Samples already waiting may have stopped waiting (sent again at or before `plannerSentUtc`). */
+  withdrawn: boolean;
+}
+
 export interface SampleForwarder {
   /** Whether this installation's samples go to the planner; decides whether new samples become pending. */
   forwards(installationId: string): boolean;
-  /** After a commit that stored at least one sample of the installation for the planner; returns at once. */
-  stored(installationId: string): void;
+  /** After a commit that changed the installation's outbox; returns at once. */
+  stored(installationId: string, change: OutboxChange): void;
 }
-

@@ -67,6 +67,11 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
   return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
 }
 
+/** Sorts rows by `utc`, oldest first, in place: a batch may list its samples in any order. */
+export function oldestFirst(rows: SampleRow[]): SampleRow[] {
+  return rows.sort((a, b) => (a[0] as number) - (b[0] as number));
+}
+
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
 function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
   if (typeof sample !== 'object' || sample === null || Array.isArray(sample)) {

@@ -6,7 +6,7 @@ import { assertMayUse } from '../http/auth.ts';
 import { authenticatedBody, ingestRoute } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
 import type { SampleForwarder } from './forwarder.ts';
-import { validateBatch } from './model.ts';
+import { oldestFirst, validateBatch } from './model.ts';
 import { packRows } from './store.ts';
 
 export interface TelemetryDeps {
@@ -26,8 +26,8 @@ export function telemetryRoutes({ auth, committer, forwarder, log, now }: Teleme
       const { installationId, plannerSentUtc, rows, droppedCount, dropped } = batch;
       if (rows.length > 0) {
         const forward = forwarder.forwards(installationId);
-        const forPlanner = await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
-        if (forPlanner > 0) forwarder.stored(installationId);
+        const { added, withdrawn } = await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
+        if (added.length > 0 || withdrawn) forwarder.stored(installationId, { added: oldestFirst(added.map((row) => rows[row]!)), withdrawn });
       }
       // Descriptions never hold a coordinate, so they may be logged.
       if (droppedCount > 0) {

@@ -60,19 +60,28 @@ const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
     planner_state = CASE WHEN planner_state = ${PlannerState.pending} AND excluded.utc <= ?${insertColumns.length + 1}
       THEN ${PlannerState.none} ELSE planner_state END`;
 
+/** What a batch's write did to the planner's outbox; `added` holds row positions in the write. */
+export interface StoredSamples {
+  added: number[];
+  withdrawn: boolean;
+}
+
 /**
- * Stores a batch's usable samples (all or none, as one write); answers how many of them are for the
- * planner, so that the forwarder is woken only when there is something for it.
+ * Stores a batch's usable samples (all or none, as one write). Answers which rows it made pending
+ * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it may
+ * have withdrawn waiting ones, so the forwarder learns what changed without reading the outbox.
  */
-const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, plannerSentUtc, forward, rows }) => {
+const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId, plannerSentUtc, forward, rows }) => {
   const insert = db.query(INSERT_SAMPLE);
+  // An upsert that updates leaves last_insert_rowid as it was; one that inserts moves it.
+  let lastRowid = db.query<{ id: number }, []>('SELECT last_insert_rowid() AS id').get()!.id;
+  const stored: StoredSamples = { added: [], withdrawn: false };
   const values: (string | number | null)[] = new Array(insertColumns.length);
   const stateColumn = insertColumns.length - 1;
   const { numbers, texts } = rows;
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
   values[0] = installationId;
-  let waiting = 0;
   // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
   for (let r = 0; r < rows.count; r++) {
     for (let c = 0; c < numericWidth; c++) {
@@ -81,11 +90,14 @@ const storeSamples: WriteOp<SampleWrite, number> = (db, { installationId, planne
     }
     for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
     const forPlanner = forward && (values[1] as number) > plannerSentUtc;
-    if (forPlanner) waiting += 1;
     values[stateColumn] = forPlanner ? PlannerState.pending : PlannerState.none;
-    insert.run(...values, plannerSentUtc);
+    const { lastInsertRowid } = insert.run(...values, plannerSentUtc);
+    const inserted = lastInsertRowid !== lastRowid;
+    lastRowid = lastInsertRowid as number;
+    if (inserted && forPlanner) stored.added.push(r);
+    else if (!inserted && forward && !forPlanner) stored.withdrawn = true;
   }
-  return waiting;
+  return stored;
 };
 
 export const telemetryWrites = { storeSamples };
