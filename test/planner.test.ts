@@ -77,6 +77,15 @@ async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<vo
   }
 }
 
+/** Makes the next `count` writes of `op` fail as a full disk would. */
+function failWrites(target: TestService, op: string, count: number): void {
+  const { committer } = target.storage;
+  const write = committer.write.bind(committer);
+  let failures = count;
+  committer.write = ((name, args) =>
+    name === op && failures-- > 0 ? Promise.reject(new Error('database or disk is full')) : write(name, args)) as typeof committer.write;
+}
+
 function samplesAt(...utcs: number[]): Sample[] {
   return utcs.map((utc) => ({ utc, soc: 50 }));
 }
@@ -278,26 +287,23 @@ test('sent samples are not sent again after a restart; samples waiting at a stop
 
 test('an outcome whose write fails is written again later, and its sample is not sent again meanwhile', async () => {
   const fake = planner();
-  const target = await service(forwarding(fake));
-  const { committer } = target.storage;
-  const write = committer.write.bind(committer);
-  let failures = 1;
-  committer.write = ((op, args) => {
-    if (op === 'plannerSettled' && failures > 0) {
-      failures -= 1;
-      return Promise.reject(new Error('database or disk is full'));
-    }
-    return write(op, args);
-  }) as typeof committer.write;
+  // The retry of the failed write comes when the test says so.
+  let retry = () => {};
+  const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => (ms === limits.plannerMarkRetryMs ? ((retry = expire), () => {}) : after(ms / 20, expire)) };
+  const target = await service(forwarding(fake), { timers });
+  failWrites(target, 'plannerSettled', 1);
 
   await forward(target, INSTALLATION, samplesAt(T0));
   expect(target.log.lines.some((line) => line.includes('planner.mark_failed samples=1'))).toBe(true);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
 
   // A new batch makes the loop read the outbox again while T0 is still pending there.
-  await forward(target, INSTALLATION, samplesAt(T0 + 1));
+  seedPending(target, INSTALLATION, samplesAt(T0 + 1));
+  target.planner.recheck(INSTALLATION);
+  await fake.waitFor(2);
+  retry();
+  await target.planner.idle();
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
-  await waitUntil(() => states(target, INSTALLATION).every(([, state]) => state === PlannerState.sent));
   expect(states(target, INSTALLATION)).toEqual([
     [T0, PlannerState.sent],
     [T0 + 1, PlannerState.sent],
@@ -309,11 +315,7 @@ test('an outcome still unwritten at shutdown gets one last write', async () => {
   // The retry would come only after an hour: the stop must write it.
   const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => after(ms === limits.plannerMarkRetryMs ? 3_600_000 : ms / 20, expire) };
   const target = await service(forwarding(fake), { timers });
-  const { committer } = target.storage;
-  const write = committer.write.bind(committer);
-  let failures = 1;
-  committer.write = ((op, args) =>
-    op === 'plannerSettled' && failures-- > 0 ? Promise.reject(new Error('disk I/O error')) : write(op, args)) as typeof committer.write;
+  failWrites(target, 'plannerSettled', 1);
   await forward(target, INSTALLATION, samplesAt(T0));
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
   await target.planner.stop();
@@ -421,6 +423,16 @@ describe('through POST /v1/telemetry', () => {
     await target.planner.idle();
     expect(fake.utcsOf(TOKEN)).toEqual([T0 + 10, T0, T0 + 1, T0 + 11, T0 + 12]);
     expect(target.planner.stats).toMatchObject({ sent: 5, outboxReads: 2 });
+  });
+
+  test('a waiting sample sent again with new values reaches the planner with the new values', async () => {
+    const fake = planner(() => ({ delayMs: 100 }));
+    const target = await service(forwarding(fake));
+    await post(target, { installationId: INSTALLATION, samples: [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 51 }] });
+    await fake.waitFor(1); // T0 is at the planner; T0 + 1 waits in the queue
+    await post(target, { installationId: INSTALLATION, samples: [{ utc: T0 + 1, soc: 61 }] });
+    await target.planner.idle();
+    expect(fake.requests.map((request) => request.tlmText)).toEqual(['{"utc":1764080000,"soc":50}', '{"utc":1764080001,"soc":61}']);
   });
 
   test('a waiting sample withdrawn by a later plannerSentUtc is not sent', async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { tokenHash } from '../src/devices/token.ts';
 import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
+import { packRows } from '../src/telemetry/store.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 /** The fixed server clock: 2025-11-25T14:13:20Z. */
@@ -332,29 +333,51 @@ describe('hand-off to the planner forwarder', () => {
     ]);
   });
 
-  test('the hand-off carries the samples the batch made pending, oldest first, or says waiting ones were withdrawn', async () => {
+  test('the hand-off carries the samples the batch made pending, oldest first, or says it rewrote waiting ones', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
     const handedOff = async (body: Record<string, unknown>) => {
       handOff.changes.length = 0;
       expect((await post({ installationId, ...body })).status).toBe(200);
-      return handOff.changes.map(({ added, withdrawn }) => ({ utcs: added.map((row) => row[0]), withdrawn }));
+      return handOff.changes.map(({ added, rewritten }) => ({ utcs: added.map((row) => row[0]), rewritten }));
     };
     const samples = [{ utc: UTC + 2, soc: 72 }, { utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }];
-    expect(await handedOff({ samples })).toEqual([{ utcs: [UTC, UTC + 1, UTC + 2], withdrawn: false }]);
+    expect(await handedOff({ samples })).toEqual([{ utcs: [UTC, UTC + 1, UTC + 2], rewritten: false }]);
     expect(handOff.changes[0]!.added[0]!.slice(0, 2)).toEqual([UTC, 70]); // utc, then the field table's columns
-    expect(await handedOff({ samples })).toEqual([]); // a copy changes nothing
-    expect(await handedOff({ samples: [...samples, { utc: UTC + 3, soc: 73 }] })).toEqual([{ utcs: [UTC + 3], withdrawn: false }]);
-    expect(await handedOff({ plannerSentUtc: UTC + 1, samples })).toEqual([{ utcs: [], withdrawn: true }]);
+    // Still waiting (nothing sends them here): sent again, perhaps with new values, they are rewritten.
+    expect(await handedOff({ samples: [...samples, { utc: UTC + 3, soc: 73 }] })).toEqual([{ utcs: [UTC + 3], rewritten: true }]);
+    expect(await handedOff({ plannerSentUtc: UTC + 3, samples })).toEqual([{ utcs: [], rewritten: true }]);
+    // No longer waiting: a copy changes nothing, and nothing is handed off.
+    expect(await handedOff({ samples })).toEqual([]);
   });
 
-  test('of two copies committed together, one hands off the samples', async () => {
+  test('of two copies committed in one group, the first makes the samples pending and the second nothing', async () => {
     const installationId = freshInstallation();
-    handOff.forwarded.push(installationId);
-    handOff.changes.length = 0;
-    const body = { installationId, samples: [{ utc: UTC, soc: 1 }, { utc: UTC + 1, soc: 2 }] };
-    await Promise.all([post(body), post(body)]);
-    expect(handOff.changes.map(({ added }) => added.map((row) => row[0]))).toEqual([[UTC, UTC + 1]]);
+    const rows = validateBatch({ installationId, samples: [{ utc: UTC, soc: 1 }, { utc: UTC + 1, soc: 2 }] }, NOW_MS).rows;
+    const write = () => service.storage.committer.write('storeSamples', { installationId, plannerSentUtc: 0, forward: true, rows: packRows(rows) });
+    const groups = service.storage.committer.stats.groups;
+    const outcomes = await Promise.all([write(), write()]); // handed in during one tick: one group
+    expect(service.storage.committer.stats.groups).toBe(groups + 1);
+    expect(outcomes).toEqual([
+      { added: [0, 1], rewritten: false },
+      { added: [], rewritten: true }, // the copy finds them waiting
+    ]);
+    expect(rowsOf(installationId).map((row) => row.planner_state)).toEqual([1, 1]);
+  });
+
+  test("a batch's first sample is handed off even when the write before it, in another table, left the same rowid", async () => {
+    // A fresh database: the consumption write leaves last_insert_rowid at 1, the first sample's rowid is 1 too.
+    const recorder = recordingForwarder([INSTALLATION]);
+    const fresh = await startTestService({}, { now: () => NOW_MS, forwarder: recorder.forwarder });
+    try {
+      const chunk = { installationId: INSTALLATION, recordedAt: NOW_MS, date: '2025-11-25', day: { km: 1, kwh: 1, hours: 1, socDrop: 1 } };
+      expect((await fresh.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
+      const batch = { installationId: INSTALLATION, samples: [{ utc: UTC, soc: 50 }] };
+      expect((await fresh.request('POST', '/v1/telemetry', { body: batch })).status).toBe(200);
+      expect(recorder.changes.map(({ added }) => added.map((row) => row[0]))).toEqual([[UTC]]);
+    } finally {
+      await fresh.close();
+    }
   });
 
   test('not handed off when validation or ownership fails', async () => {

@@ -90,6 +90,8 @@ export class PlannerForwarder implements SampleForwarder {
   /** Outcomes waiting to be written together. */
   private settled: SettledSample[] = [];
   private settling: Promise<void> | null = null;
+  /** The write of outcomes under way, if any. */
+  private writing: Promise<void> | null = null;
   private cancelSettling: () => void = () => {};
   /**
    * By installation, the `utc` of samples the planner has answered whose outcome could not be written
@@ -122,7 +124,7 @@ export class PlannerForwarder implements SampleForwarder {
 
   /** The outbox of the installation may hold samples the forwarder does not know of: read it. */
   recheck(installationId: string): void {
-    this.stored(installationId, { added: [], withdrawn: true });
+    this.stored(installationId, { added: [], rewritten: true });
   }
 
   /** Start-up scan: sends what was still waiting when the server last stopped. */
@@ -166,15 +168,15 @@ export class PlannerForwarder implements SampleForwarder {
 
   /**
    * Queues a batch's new samples behind those waiting; when that would break the order or the page,
-   * or waiting samples were withdrawn, the outbox is read again instead.
+   * or the batch rewrote waiting samples, the outbox is read again instead.
    */
-  private take(installation: Installation, { added, withdrawn }: OutboxChange): void {
+  private take(installation: Installation, { added, rewritten }: OutboxChange): void {
     if (installation.reread) return;
     const { queue } = installation;
     const last = queue.at(-1);
     const inOrder = added.length === 0 || last === undefined || (added[0]![0] as number) > (last[0] as number);
     const fits = queue.length + added.length <= limits.plannerQueueSamples;
-    if (withdrawn || installation.more || !inOrder || !fits) installation.reread = true;
+    if (rewritten || installation.more || !inOrder || !fits) installation.reread = true;
     else queue.push(...added);
   }
 
@@ -219,11 +221,13 @@ export class PlannerForwarder implements SampleForwarder {
   /** The oldest waiting sample, reading the outbox again when the queue left it or the page ran out. */
   private next(installation: Installation): SampleRow | undefined {
     if (installation.reread || (installation.queue.length === 0 && installation.more)) {
-      const page = this.readPending(installation.id, limits.plannerQueueSamples);
-      this.stats.outboxReads += 1;
+      // Samples answered but not yet recorded are still pending there: read past them.
       const answered = this.unrecorded.get(installation.id);
+      const limit = limits.plannerQueueSamples + (answered?.size ?? 0);
+      const page = this.readPending(installation.id, limit);
+      this.stats.outboxReads += 1;
       installation.queue = answered ? page.filter((sample) => !answered.has(sample[0] as number)) : page;
-      installation.more = page.length === limits.plannerQueueSamples;
+      installation.more = page.length === limit;
       installation.reread = false;
     }
     return installation.queue[0];
@@ -324,10 +328,18 @@ export class PlannerForwarder implements SampleForwarder {
    * Writes the gathered outcomes. Should the write fail (a full disk), they are kept out of rereads
    * and written again later, so the planner never gets these samples a second time in this run.
    */
-  private async writeSettled(): Promise<void> {
+  private writeSettled(): Promise<void> {
     const samples = this.settled;
     this.settled = [];
     this.settling = null;
+    const writing = this.writeOutcomes(samples).finally(() => {
+      if (this.writing === writing) this.writing = null;
+    });
+    this.writing = writing;
+    return writing;
+  }
+
+  private async writeOutcomes(samples: SettledSample[]): Promise<void> {
     try {
       await this.options.committer.write('plannerSettled', samples);
       this.recorded(samples);
@@ -352,6 +364,7 @@ export class PlannerForwarder implements SampleForwarder {
   private async lastSettledWrite(): Promise<void> {
     this.cancelSettling();
     this.settling = null;
+    await this.writing; // a retry under way: what it fails comes back to `settled`
     if (this.settled.length > 0) await this.writeSettled();
   }
 

@@ -9,8 +9,11 @@ import type { SampleRow } from './model.ts';
 export interface OutboxChange {
   /** The samples this batch made pending (rows it inserted), oldest first. */
   added: SampleRow[];
-  /** Samples already waiting may have stopped waiting (sent again at or before `plannerSentUtc`). */
-  withdrawn: boolean;
+  /**
+   * Samples already waiting were sent again: with new values, or at or before `plannerSentUtc` (then
+   * they may have stopped waiting). What the forwarder holds of them is stale.
+   */
+  rewritten: boolean;
 }
 
 export interface SampleForwarder {

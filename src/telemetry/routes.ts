@@ -26,8 +26,8 @@ export function telemetryRoutes({ auth, committer, forwarder, log, now }: Teleme
       const { installationId, plannerSentUtc, rows, droppedCount, dropped } = batch;
       if (rows.length > 0) {
         const forward = forwarder.forwards(installationId);
-        const { added, withdrawn } = await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
-        if (added.length > 0 || withdrawn) forwarder.stored(installationId, { added: oldestFirst(added.map((row) => rows[row]!)), withdrawn });
+        const { added, rewritten } = await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
+        if (added.length > 0 || rewritten) forwarder.stored(installationId, { added: oldestFirst(added.map((row) => rows[row]!)), rewritten });
       }
       // Descriptions never hold a coordinate, so they may be logged.
       if (droppedCount > 0) {

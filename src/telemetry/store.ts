@@ -1,4 +1,5 @@
 /** Samples in the database, written through the committer. */
+import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import { sampleFieldNames, sampleFields } from './fields.ts';
 import type { SampleRow } from './model.ts';
@@ -49,33 +50,37 @@ export function packRows(rows: SampleRow[]): PackedRows {
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
 const insertColumns = ['installation_id', 'utc', ...fieldColumns, 'planner_state'];
 
+/** A new sample; a conflict with one stored before is left to REPLACE_SAMPLE. */
+const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
+  VALUES (${insertColumns.map(() => '?').join(', ')})
+  ON CONFLICT (installation_id, utc) DO NOTHING`;
+
 /**
  * A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice;
  * only a sample still waiting that the car now says it gave the planner itself (its `utc` is not
- * after the batch's `plannerSentUtc`, the last parameter) stops waiting.
+ * after the batch's `plannerSentUtc`) stops waiting. Parameters: the field values, then
+ * `plannerSentUtc`, the installation and `utc`.
  */
-const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
-  VALUES (${insertColumns.map(() => '?').join(', ')})
-  ON CONFLICT (installation_id, utc) DO UPDATE SET ${fieldColumns.map((c) => `${c} = excluded.${c}`).join(', ')},
-    planner_state = CASE WHEN planner_state = ${PlannerState.pending} AND excluded.utc <= ?${insertColumns.length + 1}
-      THEN ${PlannerState.none} ELSE planner_state END`;
+const REPLACE_SAMPLE = `UPDATE samples SET ${fieldColumns.map((c, i) => `${c} = ?${i + 1}`).join(', ')},
+    planner_state = CASE WHEN planner_state = ${PlannerState.pending} AND utc <= ?${fieldColumns.length + 1}
+      THEN ${PlannerState.none} ELSE planner_state END
+  WHERE installation_id = ?${fieldColumns.length + 2} AND utc = ?${fieldColumns.length + 3}
+  RETURNING planner_state AS state`;
 
 /** What a batch's write did to the planner's outbox; `added` holds row positions in the write. */
 export interface StoredSamples {
   added: number[];
-  withdrawn: boolean;
+  rewritten: boolean;
 }
 
 /**
  * Stores a batch's usable samples (all or none, as one write). Answers which rows it made pending
- * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it may
- * have withdrawn waiting ones, so the forwarder learns what changed without reading the outbox.
+ * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it
+ * rewrote waiting ones, so the forwarder learns what changed without reading the outbox.
  */
 const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId, plannerSentUtc, forward, rows }) => {
   const insert = db.query(INSERT_SAMPLE);
-  // An upsert that updates leaves last_insert_rowid as it was; one that inserts moves it.
-  let lastRowid = db.query<{ id: number }, []>('SELECT last_insert_rowid() AS id').get()!.id;
-  const stored: StoredSamples = { added: [], withdrawn: false };
+  const stored: StoredSamples = { added: [], rewritten: false };
   const values: (string | number | null)[] = new Array(insertColumns.length);
   const stateColumn = insertColumns.length - 1;
   const { numbers, texts } = rows;
@@ -91,13 +96,24 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId,
     for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
     const forPlanner = forward && (values[1] as number) > plannerSentUtc;
     values[stateColumn] = forPlanner ? PlannerState.pending : PlannerState.none;
-    const { lastInsertRowid } = insert.run(...values, plannerSentUtc);
-    const inserted = lastInsertRowid !== lastRowid;
-    lastRowid = lastInsertRowid as number;
-    if (inserted && forPlanner) stored.added.push(r);
-    else if (!inserted && forward && !forPlanner) stored.withdrawn = true;
+    if (insert.run(...values).changes === 1) {
+      if (forPlanner) stored.added.push(r);
+      continue;
+    }
+    const state = replaceSample(db, values, plannerSentUtc);
+    // Still waiting, with new values; or at or before plannerSentUtc, so perhaps no longer waiting.
+    if (state === PlannerState.pending || (forward && !forPlanner)) stored.rewritten = true;
   }
   return stored;
 };
+
+/** Replaces a stored sample's values; answers its planner state afterwards. */
+function replaceSample(db: Database, values: (string | number | null)[], plannerSentUtc: number): number {
+  const fields = values.slice(2, 2 + fieldColumns.length);
+  const row = db.query<{ state: number }, (string | number | null)[]>(REPLACE_SAMPLE).get(...fields, plannerSentUtc, values[0]!, values[1]!);
+  // The insert met a conflict, so the row is there; were it not, the sample must not vanish quietly.
+  if (!row) throw new Error(`sample ${values[1]} was neither inserted nor replaced`);
+  return row.state;
+}
 
 export const telemetryWrites = { storeSamples };
