@@ -77,13 +77,14 @@ async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<vo
   }
 }
 
-/** Makes the next `count` writes of `op` fail as a full disk would. */
-function failWrites(target: TestService, op: string, count: number): void {
+/** Makes the next `count` writes of `op` fail as a full disk would; answers a function that ends the failures. */
+function failWrites(target: TestService, op: string, count: number): () => void {
   const { committer } = target.storage;
   const write = committer.write.bind(committer);
   let failures = count;
   committer.write = ((name, args) =>
     name === op && failures-- > 0 ? Promise.reject(new Error('database or disk is full')) : write(name, args)) as typeof committer.write;
+  return () => (failures = 0);
 }
 
 function samplesAt(...utcs: number[]): Sample[] {
@@ -308,6 +309,22 @@ test('an outcome whose write fails is written again later, and its sample is not
     [T0, PlannerState.sent],
     [T0 + 1, PlannerState.sent],
   ]);
+});
+
+test('a full page of samples answered but not yet recorded does not hide the samples behind it', async () => {
+  const fake = planner();
+  // Retries of the failing writes come at once, so each sample waits a moment, not a second.
+  const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => after(ms === limits.plannerMarkRetryMs ? 1 : ms / 20, expire) };
+  const target = await service({ ...forwarding(fake), durability: 'fast' }, { timers });
+  const utcs = Array.from({ length: limits.plannerQueueSamples + 5 }, (_, i) => T0 + i);
+  seedPending(target, INSTALLATION, samplesAt(...utcs));
+  // Every outcome fails to be written until the planner has all samples.
+  const diskFreed = failWrites(target, 'plannerSettled', Infinity);
+  target.planner.recheck(INSTALLATION);
+  await fake.waitFor(utcs.length);
+  diskFreed();
+  await target.planner.idle();
+  expect(fake.utcsOf(TOKEN)).toEqual(utcs);
 });
 
 test('an outcome still unwritten at shutdown gets one last write', async () => {
