@@ -1,7 +1,8 @@
 /**
  * The durable baseline's writer: parses each body and stores its samples, one transaction and one
  * sync (WAL, synchronous=FULL) per group of bodies, a plain INSERT OR REPLACE of the values of
- * bench/telemetry.lua's samples keyed like the service's samples; no savepoints, no validation.
+ * bench/telemetry.lua's samples keyed like the service's samples, (utc, a small number per
+ * installation), the numbers kept in memory only; no savepoints, no validation.
  */
 import { Database } from 'bun:sqlite';
 
@@ -10,6 +11,8 @@ declare const self: Worker;
 const COLUMNS = ['soc', 'power', 'speed', 'lat', 'lon', 'elevation', 'is_charging', 'ext_temp', 'batt_temp', 'odometer'];
 let db: Database;
 let insert: ReturnType<Database['query']>;
+const installations = new Map<string, number>();
+const numberOf = (installationId: string) => installations.get(installationId) ?? installations.set(installationId, installations.size + 1).size;
 
 interface Batch {
   installationId: string;
@@ -22,8 +25,9 @@ self.onmessage = (event: MessageEvent<{ path?: string; bodies?: string[] }>) => 
   db.run('BEGIN IMMEDIATE');
   const stored = bodies!.map((body) => {
     const { installationId, samples } = JSON.parse(body) as Batch;
+    const installation = numberOf(installationId);
     for (const sample of samples) {
-      insert.run(installationId, sample.utc!, ...COLUMNS.map((column) => Number(sample[column] ?? NaN)));
+      insert.run(installation, sample.utc!, ...COLUMNS.map((column) => Number(sample[column] ?? NaN)));
     }
     return samples.length;
   });
@@ -36,8 +40,8 @@ function open(path: string): void {
   db.run('PRAGMA journal_mode = WAL');
   db.run('PRAGMA synchronous = FULL');
   db.run(
-    `CREATE TABLE IF NOT EXISTS samples (installation_id TEXT NOT NULL, utc INTEGER NOT NULL,
-      ${COLUMNS.map((column) => `${column} REAL`).join(', ')}, PRIMARY KEY (utc, installation_id))`,
+    `CREATE TABLE IF NOT EXISTS samples (installation INTEGER NOT NULL, utc INTEGER NOT NULL,
+      ${COLUMNS.map((column) => `${column} REAL`).join(', ')}, PRIMARY KEY (utc, installation))`,
   );
   insert = db.query(`INSERT OR REPLACE INTO samples VALUES (${['?', '?', ...COLUMNS.map(() => '?')].join(', ')})`);
 }

@@ -55,10 +55,12 @@ function seedPending(target: TestService, installationId: string, samples: Sampl
   try {
     db.run('PRAGMA busy_timeout = 5000');
     db.transaction(() => {
+      db.query('INSERT INTO installations (uuid) VALUES (?) ON CONFLICT (uuid) DO NOTHING').run(installationId);
+      const { id } = db.query<{ id: number }, [string]>('SELECT id FROM installations WHERE uuid = ?').get(installationId)!;
       for (const sample of samples) {
-        const columns = ['installation_id', 'planner_state', ...Object.keys(sample)];
+        const columns = ['installation', 'planner_state', ...Object.keys(sample)];
         db.query(`INSERT INTO samples (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`).run(
-          installationId,
+          id,
           PlannerState.pending,
           ...Object.values(sample),
         );
@@ -94,7 +96,8 @@ function samplesAt(...utcs: number[]): Sample[] {
 function states(target: TestService, installationId: string): [number, number][] {
   return target.storage.db
     .query<{ utc: number; state: number }, [string]>(
-      'SELECT utc, planner_state AS state FROM samples WHERE installation_id = ? ORDER BY utc',
+      `SELECT utc, planner_state AS state FROM samples
+       WHERE installation = (SELECT id FROM installations WHERE uuid = ?) ORDER BY utc`,
     )
     .all(installationId)
     .map((row) => [row.utc, row.state]);

@@ -3,11 +3,17 @@ import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { StorageError } from '../src/db/open.ts';
+import { embeddedMigrations } from '../src/db/migrations.macro.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openDatabase, StorageError } from '../src/db/open.ts';
+import { pendingSamplesReader } from '../src/planner/store.ts';
+import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import journal from '../drizzle/meta/_journal.json' with { type: 'json' };
-import { INSTALLATION, startTestService, tempDir } from './support.ts';
+import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir } from './support.ts';
+
+const T0 = 1_764_080_000;
 
 test('a file that is not an SQLite database is refused and left as it was', async () => {
   const path = join(tempDir(), 'notes.db');
@@ -52,4 +58,34 @@ test('a restart keeps paired devices, and revoked ones stay revoked', async () =
   // Migrations ran once, not again at the restart.
   expect(raw.query('SELECT count(*) AS n FROM __drizzle_migrations').get()).toEqual({ n: journal.entries.length });
   raw.close();
+});
+
+test('a database of the first schema keeps every sample across the move to numbered installations', async () => {
+  const path = join(tempDir(), 'ev-ingest.db');
+  const old = openDatabase(path, 'fast');
+  migrate(old, embeddedMigrations().slice(0, 1)); // 0000_init: samples keyed by the text id
+  const insert = old.query('INSERT INTO samples (installation_id, utc, soc, car_model, planner_state) VALUES (?, ?, ?, ?, ?)');
+  insert.run(OTHER_INSTALLATION, T0, 60, null, PlannerState.sent);
+  insert.run(INSTALLATION, T0, 50, 'mg:mg4', PlannerState.pending);
+  insert.run(INSTALLATION, T0 + 1, 51, null, PlannerState.none);
+  old.close();
+
+  const storage = await openStorage({ databasePath: path, durability: 'fast' });
+  try {
+    const rows = storage.db
+      .query('SELECT uuid, utc, soc, car_model, planner_state FROM samples JOIN installations ON id = installation ORDER BY uuid, utc')
+      .all();
+    expect(rows).toEqual([
+      { uuid: OTHER_INSTALLATION, utc: T0, soc: 60, car_model: null, planner_state: PlannerState.sent },
+      { uuid: INSTALLATION, utc: T0, soc: 50, car_model: 'mg:mg4', planner_state: PlannerState.pending },
+      { uuid: INSTALLATION, utc: T0 + 1, soc: 51, car_model: null, planner_state: PlannerState.none },
+    ]);
+    expect(storage.db.query('SELECT count(*) AS n FROM installations').get()).toEqual({ n: 2 });
+    // The waiting sample is still found for the planner, through the rebuilt index.
+    expect(pendingSamplesReader(storage.db)(INSTALLATION, 10).map((row) => row.slice(0, 2))).toEqual([[T0, 50]]);
+    expect(storage.db.query('PRAGMA foreign_key_check').all()).toEqual([]);
+    expect(storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
+  } finally {
+    await storage.close();
+  }
 });

@@ -43,7 +43,9 @@ async function post(body: unknown, token?: string | null) {
 
 function rowsOf(installationId: string) {
   return service.storage.db
-    .query<Record<string, unknown>, [string]>('SELECT * FROM samples WHERE installation_id = ? ORDER BY utc')
+    .query<Record<string, unknown>, [string]>(
+      'SELECT uuid AS installation_id, samples.* FROM samples JOIN installations ON installations.id = installation WHERE uuid = ? ORDER BY utc',
+    )
     .all(installationId);
 }
 
@@ -81,7 +83,10 @@ describe('storing', () => {
       planner_state: 0,
     });
     const types = service.storage.db
-      .query('SELECT typeof(utc) AS utc, typeof(soc) AS soc, typeof(is_charging) AS flag, typeof(car_model) AS text, typeof(speed) AS absent FROM samples WHERE installation_id = ?')
+      .query(
+        `SELECT typeof(utc) AS utc, typeof(soc) AS soc, typeof(is_charging) AS flag, typeof(car_model) AS text, typeof(speed) AS absent
+         FROM samples WHERE installation = (SELECT id FROM installations WHERE uuid = ?)`,
+      )
       .get(installationId.toLowerCase());
     expect(types).toEqual({ utc: 'integer', soc: 'real', flag: 'integer', text: 'text', absent: 'null' });
   });

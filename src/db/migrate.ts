@@ -9,11 +9,14 @@ interface MigratingOrm {
   session: unknown;
 }
 
-/** Applies the drizzle-kit migrations (inlined at build time) that this database has not seen yet. */
-export function migrate(db: Database): void {
+/**
+ * Applies the drizzle-kit migrations (inlined at build time) that this database has not seen yet;
+ * `migrations` narrows them, for tests that build a database of an earlier schema.
+ */
+export function migrate(db: Database, migrations: unknown[] = embeddedMigrations()): void {
   const orm = drizzle(db) as unknown as MigratingOrm;
   try {
-    orm.dialect.migrate(embeddedMigrations(), orm.session, {});
+    orm.dialect.migrate(migrations, orm.session, {});
   } catch (error) {
     throw new StorageError(`the database could not be migrated: ${(error as Error).message}`);
   }

@@ -11,11 +11,14 @@ import { PlannerState } from '../telemetry/schema.ts';
 // The literal state (not a parameter) lets SQLite match the partial index `samples_planner_pending`.
 const PENDING = `planner_state = ${PlannerState.pending}`;
 
+/** Samples are keyed by the installation's number: the SQL finding it from the id in parameter `param`. */
+const installationNumber = (param: string) => `(SELECT id FROM installations WHERE uuid = ${param})`;
+
 /** Reads the oldest waiting samples of one installation, at most `limit`, as rows like the batch's. */
 export function pendingSamplesReader(db: Database): (installationId: string, limit: number) => SampleRow[] {
   const query = db.query<SampleRow, [string, number]>(
     `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
-     WHERE installation_id = ? AND ${PENDING} ORDER BY utc LIMIT ?`,
+     WHERE installation = ${installationNumber('?')} AND ${PENDING} ORDER BY utc LIMIT ?`,
   );
   return (installationId, limit) => query.values(installationId, limit) as SampleRow[];
 }
@@ -23,7 +26,9 @@ export function pendingSamplesReader(db: Database): (installationId: string, lim
 /** Installations with samples still waiting: the start-up scan. */
 export function installationsWithPending(db: Database): string[] {
   return db
-    .query<{ id: string }, []>(`SELECT DISTINCT installation_id AS id FROM samples WHERE ${PENDING}`)
+    .query<{ id: string }, []>(
+      `SELECT uuid AS id FROM installations WHERE id IN (SELECT installation FROM samples WHERE ${PENDING})`,
+    )
     .all()
     .map((row) => row.id);
 }
@@ -37,7 +42,8 @@ export interface SettledSample {
 /** Writes what became of forwarded samples; a sample no longer pending keeps its state. */
 const plannerSettled: WriteOp<SettledSample[], void> = (db, samples) => {
   const update = db.query(
-    `UPDATE samples SET planner_state = $state WHERE installation_id = $installationId AND utc = $utc AND ${PENDING}`,
+    `UPDATE samples SET planner_state = $state
+     WHERE installation = ${installationNumber('$installationId')} AND utc = $utc AND ${PENDING}`,
   );
   for (const sample of samples) update.run({ ...sample });
 };

@@ -13,6 +13,16 @@ export const PlannerState = {
 } as const;
 
 /**
+ * The installations that sent samples, each under a small number: samples are keyed by that number
+ * rather than the 36-character id, so rows and key entries are smaller and a commit writes fewer pages.
+ */
+export const installations = sqliteTable('installations', {
+  id: integer('id').primaryKey(),
+  /** The installation id, lower-cased. */
+  uuid: text('uuid').notNull().unique(),
+});
+
+/**
  * Live samples keyed by (installation, utc): a re-sent sample replaces, never duplicates. The key
  * leads with `utc` because cars send what is happening now: new rows of every installation land at
  * the end of the key's b-tree, so a group commit writes a few pages instead of one per car.
@@ -20,16 +30,18 @@ export const PlannerState = {
 export const samples = sqliteTable(
   'samples',
   {
-    installationId: text('installation_id').notNull(),
+    installation: integer('installation')
+      .notNull()
+      .references(() => installations.id),
     utc: integer('utc').notNull(),
     ...sampleColumns,
     plannerState: integer('planner_state').notNull().default(PlannerState.none),
   },
   (table) => [
-    primaryKey({ columns: [table.utc, table.installationId] }),
+    primaryKey({ columns: [table.utc, table.installation] }),
     // Only the few waiting samples are indexed, for the forwarder's start-up scan and its queue.
     index('samples_planner_pending')
-      .on(table.installationId, table.utc)
+      .on(table.installation, table.utc)
       .where(sql`${table.plannerState} = ${sql.raw(String(PlannerState.pending))}`),
   ],
 );

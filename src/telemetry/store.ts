@@ -48,12 +48,12 @@ export function packRows(rows: SampleRow[]): PackedRows {
 }
 
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
-const insertColumns = ['installation_id', 'utc', ...fieldColumns, 'planner_state'];
+const insertColumns = ['installation', 'utc', ...fieldColumns, 'planner_state'];
 
 /** A new sample; a conflict with one stored before is left to REPLACE_SAMPLE. */
 const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
   VALUES (${insertColumns.map(() => '?').join(', ')})
-  ON CONFLICT (installation_id, utc) DO NOTHING`;
+  ON CONFLICT (installation, utc) DO NOTHING`;
 
 /**
  * A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice;
@@ -64,7 +64,7 @@ const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
 const REPLACE_SAMPLE = `UPDATE samples SET ${fieldColumns.map((c, i) => `${c} = ?${i + 1}`).join(', ')},
     planner_state = CASE WHEN planner_state = ${PlannerState.pending} AND utc <= ?${fieldColumns.length + 1}
       THEN ${PlannerState.none} ELSE planner_state END
-  WHERE installation_id = ?${fieldColumns.length + 2} AND utc = ?${fieldColumns.length + 3}
+  WHERE installation = ?${fieldColumns.length + 2} AND utc = ?${fieldColumns.length + 3}
   RETURNING planner_state AS state`;
 
 /** What a batch's write did to the planner's outbox; `added` holds row positions in the write. */
@@ -86,7 +86,7 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId,
   const { numbers, texts } = rows;
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
-  values[0] = installationId;
+  values[0] = installationKey(db, installationId);
   // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
   for (let r = 0; r < rows.count; r++) {
     for (let c = 0; c < numericWidth; c++) {
@@ -106,6 +106,12 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId,
   }
   return stored;
 };
+
+/** The installation's number in `installations`, given one at its first sample. */
+function installationKey(db: Database, installationId: string): number {
+  const known = db.query<{ id: number }, [string]>('SELECT id FROM installations WHERE uuid = ?').get(installationId);
+  return (known ?? db.query<{ id: number }, [string]>('INSERT INTO installations (uuid) VALUES (?) RETURNING id').get(installationId)!).id;
+}
 
 /** Replaces a stored sample's values; answers its planner state afterwards. */
 function replaceSample(db: Database, values: (string | number | null)[], plannerSentUtc: number): number {
