@@ -22,12 +22,12 @@ export interface PlannerConfig {
 export interface StorageConfig {
   databasePath: string;
   durability: Durability;
-  logLevel: LogLevel;
-  /** Writes per group transaction at most (EV_INGEST_BENCH_GROUP_WRITES): a benchmark's switch, unset in service. */
-  maxGroupWrites?: number;
 }
 
 export interface Config extends StorageConfig {
+  logLevel: LogLevel;
+  /** Writes per group transaction at most (EV_INGEST_BENCH_GROUP_WRITES): a benchmark's switch, unset in service. */
+  maxGroupWrites?: number;
   ingestToken: string;
   approvalPassword: string | null;
   publicUrl: string;
@@ -108,13 +108,11 @@ function unquote(value: string): string {
   return value.replace(/\s+#.*$/, '');
 }
 
-/** What the command-line tools need: the database only. */
+/** What the command-line tools need: the database only, so no server setting can stop them. */
 export function storageConfig(env: Env): StorageConfig {
   return {
     databasePath: nonEmpty(env.DATABASE_PATH) ?? DEFAULT_DATABASE_PATH,
     durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
-    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
-    maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
   };
 }
 
@@ -132,6 +130,8 @@ function benchGroupWrites(value: string | undefined): number | undefined {
 export function serveConfig(env: Env): Config {
   return {
     ...storageConfig(env),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
     ingestToken: ingestToken(env.INGEST_TOKEN),
     approvalPassword: approvalPassword(env.APPROVAL_PASSWORD),
     publicUrl: publicUrl(env.PUBLIC_URL),

@@ -130,8 +130,8 @@ describe('readEnvironment', () => {
   });
 
   test('EV_INGEST_BENCH_GROUP_WRITES (a benchmark switch) is unset by default, else a positive whole number', () => {
-    expect(storageConfig({}).maxGroupWrites).toBeUndefined();
-    expect(storageConfig({ EV_INGEST_BENCH_GROUP_WRITES: '1' }).maxGroupWrites).toBe(1);
+    expect(serveConfig({ INGEST_TOKEN: TOKEN }).maxGroupWrites).toBeUndefined();
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, EV_INGEST_BENCH_GROUP_WRITES: '1' }).maxGroupWrites).toBe(1);
     expect(serveConfig({ INGEST_TOKEN: TOKEN, EV_INGEST_BENCH_GROUP_WRITES: ' 250 ' }).maxGroupWrites).toBe(250);
     for (const value of ['0', '-1', '1.5', '1e3', 'one']) {
       expect(refusal({ INGEST_TOKEN: TOKEN, EV_INGEST_BENCH_GROUP_WRITES: value })).toBe(
@@ -140,12 +140,11 @@ describe('readEnvironment', () => {
     }
   });
 
-  test('the command-line tools need only DATABASE_PATH: an unreadable secret file does not stop them', () => {
-    const env = readEnvironment({ DATABASE_PATH: '/var/lib/ev/ev.db', INGEST_TOKEN_FILE: '/nonexistent/token' }, tempDir());
-    expect(storageConfig(env)).toEqual({
-      databasePath: '/var/lib/ev/ev.db',
-      durability: 'full',
-      logLevel: 'info',
-    });
+  test('the command-line tools need only DATABASE_PATH: an unreadable secret file or a bad server setting does not stop them', () => {
+    const env = readEnvironment(
+      { DATABASE_PATH: '/var/lib/ev/ev.db', INGEST_TOKEN_FILE: '/nonexistent/token', LOG_LEVEL: 'loud', EV_INGEST_BENCH_GROUP_WRITES: 'x' },
+      tempDir(),
+    );
+    expect(storageConfig(env)).toEqual({ databasePath: '/var/lib/ev/ev.db', durability: 'full' });
   });
 });

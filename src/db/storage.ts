@@ -1,6 +1,6 @@
 /** The database as the service uses it: a read connection on this thread, writes through the writer. */
 import type { Database } from 'bun:sqlite';
-import type { StorageConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { Committer } from './committer.ts';
 import { migrate } from './migrate.ts';
 import { openDatabase } from './open.ts';
@@ -12,7 +12,7 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-export type StorageOptions = Pick<StorageConfig, 'databasePath' | 'durability' | 'maxGroupWrites'>;
+export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'>;
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const db = openDatabase(options.databasePath, options.durability);
