@@ -166,8 +166,8 @@ function publicUrl(value: string | undefined): string {
   const url = nonEmpty(value);
   if (url === undefined) return '';
   if (!isHttpUrl(url)) throw new ConfigError('PUBLIC_URL must be an http:// or https:// URL');
-  const { search, hash } = new URL(url);
-  if (search || hash) throw new ConfigError('PUBLIC_URL must have no query or fragment (/pair?code=… is appended to it)');
+  // The raw text, not URL.search/hash: those are empty for a bare trailing `?` or `#`.
+  if (/[?#]/.test(url)) throw new ConfigError('PUBLIC_URL must have no query or fragment (/pair?code=… is appended to it)');
   return url.replace(/\/+$/, '');
 }
 

@@ -74,9 +74,11 @@ describe('serveConfig', () => {
     expect(refusal({ INGEST_TOKEN: TOKEN, PUBLIC_URL: 'ev.example.org' })).toBe(
       'PUBLIC_URL must be an http:// or https:// URL',
     );
-    expect(refusal({ INGEST_TOKEN: TOKEN, PUBLIC_URL: 'https://ev.example.org/?x=1' })).toBe(
-      'PUBLIC_URL must have no query or fragment (/pair?code=… is appended to it)',
-    );
+    for (const withQuery of ['https://ev.example.org/?x=1', 'https://ev.example.org/?', 'https://ev.example.org/#']) {
+      expect(refusal({ INGEST_TOKEN: TOKEN, PUBLIC_URL: withQuery })).toBe(
+        'PUBLIC_URL must have no query or fragment (/pair?code=… is appended to it)',
+      );
+    }
   });
 
   test('PLANNER_TOKENS pairs are parsed by lower-case installation id and never echoed when wrong', () => {
