@@ -61,6 +61,14 @@ describe('POST /v1/devices/{id}/revoke', () => {
     expect(await answer(await service.request('POST', '/v1/devices/nope/revoke', { token: PASSWORD }))).toEqual({ status: 404, body: { error: 'device not found' } });
     expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
   });
+
+  test('a device id in capitals names the same device', async () => {
+    const service = await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const answered = await answer(await service.request('POST', `/v1/devices/${deviceId.toUpperCase()}/revoke`, { token: PASSWORD }));
+    expect(answered).toMatchObject({ status: 200, body: { id: deviceId, revokedAt: new Date(clock).toISOString() } });
+    expect(refused(service, token)).toBe(true);
+  });
 });
 
 describe('across restarts', () => {

@@ -78,10 +78,11 @@ export class DeviceRegistry {
 
   /** Revokes a device (idempotent) and stops accepting its token; null when there is no such device. */
   async revoke(deviceId: string): Promise<Device | null> {
-    this.remove(deviceId);
-    const device = await this.committer.write('revokeDevice', { id: deviceId, at: this.now() });
+    const id = deviceId.toLowerCase();
+    this.remove(id);
+    const device = await this.committer.write('revokeDevice', { id, at: this.now() });
     // Again once committed: a reload while the revocation was under way may have read the row unrevoked.
-    this.remove(deviceId);
+    this.remove(id);
     return device;
   }
 

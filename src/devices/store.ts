@@ -52,10 +52,14 @@ const insertDevice: WriteOp<NewDevice, void> = (db, device) => {
   ).run({ ...device });
 };
 
-/** Sets `revokedAt` unless already set; answers the device, or null when there is none. */
+/**
+ * Sets `revokedAt` unless already set; answers the device, or null when there is none. Device ids are
+ * UUIDs, stored lower-case, so one given in capitals is the same device.
+ */
 const revokeDevice: WriteOp<{ id: string; at: number }, Device | null> = (db, { id, at }) => {
-  db.query('UPDATE devices SET revoked_at = $at WHERE id = $id AND revoked_at IS NULL').run({ id, at });
-  return findDevice(db, id);
+  const key = id.toLowerCase();
+  db.query('UPDATE devices SET revoked_at = $at WHERE id = $key AND revoked_at IS NULL').run({ key, at });
+  return findDevice(db, key);
 };
 
 const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) => {
