@@ -54,7 +54,14 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
   }
 
-  return { app, auth, devices, pairing, consumption, planner };
+  /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
+  const stop = async () => {
+    await planner.stop();
+    devices.stop();
+    pairing?.book.stop();
+  };
+
+  return { app, auth, devices, pairing, consumption, planner, stop };
 }
 
 export type Service = ReturnType<typeof createApp>;

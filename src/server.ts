@@ -1,7 +1,7 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
-import { openStorage, type Storage } from './db/storage.ts';
+import { openStorage, withStorage, type Storage } from './db/storage.ts';
 import { pathOf } from './http/on-error.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -24,7 +24,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       resolve(error);
     };
   });
-  const service = createApp({ config, storage, log });
+  const service = await withStorage(storage, () => createApp({ config, storage, log }));
   service.devices.watch();
   service.pairing?.book.watch();
 
@@ -72,9 +72,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
 
 /** Stops the features' background work, then commits what is queued and closes the database. */
 async function closeService(service: Service, storage: Storage): Promise<void> {
-  await service.planner.stop();
-  service.devices.stop();
-  service.pairing?.book.stop();
+  await service.stop();
   await storage.close();
 }
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
-import { openStorage, type Storage } from '../src/db/storage.ts';
+import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import type { PlannerTimers } from '../src/planner/forwarder.ts';
 import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
@@ -57,7 +57,7 @@ export async function startTestService(
   const config = testConfig(dir, overrides);
   const storage = await openStorage(config);
   const log = createMemoryLogger();
-  const service = createApp({ config, storage, log, ...options });
+  const service = await withStorage(storage, () => createApp({ config, storage, log, ...options }));
   let closed = false;
   return {
     ...service,
@@ -69,8 +69,7 @@ export async function startTestService(
     async close() {
       if (closed) return;
       closed = true;
-      await service.planner.stop();
-      service.devices.stop();
+      await service.stop();
       await storage.close();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },

@@ -37,3 +37,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     },
   };
 }
+
+/** Builds on an open storage; should that fail (an unreadable devices table), the storage is closed. */
+export async function withStorage<T>(storage: Storage, build: () => T): Promise<T> {
+  try {
+    return build();
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+}
