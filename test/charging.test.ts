@@ -1,5 +1,4 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
-import { pairDevice } from './paired-device.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
@@ -166,7 +165,7 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
       status: 401,
       body: { error: 'unauthorized' },
     });
-    const token = await pairDevice(service, INSTALLATION);
+    const { token } = await service.devices.pair(INSTALLATION, null);
     const other = { ...appSession(), installationId: OTHER_INSTALLATION };
     expect(await answer(await putSession({ ...other, energyKwh: -1 }, SESSION, token))).toEqual({
       status: 400,

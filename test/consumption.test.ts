@@ -1,5 +1,4 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
-import { pairDevice } from './paired-device.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
@@ -170,7 +169,7 @@ describe('PUT /v1/consumption/daily', () => {
 
   test('401 without a token, 403 for a paired car of another installation, 204 for its own', async () => {
     expect(await answer(await putChunk(chunk(), null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
-    const token = await pairDevice(service, OTHER_INSTALLATION);
+    const { token } = await service.devices.pair(OTHER_INSTALLATION, null);
     expect(await answer(await putChunk(chunk(), token))).toEqual({
       status: 403,
       body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
@@ -253,7 +252,7 @@ describe('GET /v1/consumption/history/{installationId}', () => {
   });
 
   test('the path id is validated before ownership: 400 naming installationId, then 403', async () => {
-    const token = await pairDevice(service, OTHER_INSTALLATION);
+    const { token } = await service.devices.pair(OTHER_INSTALLATION, null);
     const get = (id: string, authorization: string | null = token) =>
       service.request('GET', `/v1/consumption/history/${id}`, { token: authorization });
     expect(await answer(await get('not-a-uuid'))).toEqual({ status: 400, body: { error: 'installationId must be a UUID' } });

@@ -5,7 +5,6 @@ import { ingestBody, readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, ingestRoute, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
 import { listen } from '../src/server.ts';
-import { tokenHash } from '../src/devices/token.ts';
 import {
   answer,
   INSTALLATION,
@@ -16,7 +15,7 @@ import {
 } from './support.ts';
 import { upload } from './upload.ts';
 
-const DEVICE_TOKEN = 'D'.repeat(limits.deviceTokenChars);
+let deviceToken: string;
 let service: TestService;
 let bodiesRead = 0;
 
@@ -41,7 +40,7 @@ beforeAll(async () => {
     .post('/test/boom', () => {
       throw new Error('disk on fire at /secret/path');
     });
-  service.devices.add(tokenHash(DEVICE_TOKEN), { id: 'device-1', installationId: INSTALLATION });
+  ({ token: deviceToken } = await service.devices.pair(INSTALLATION, null));
 });
 afterAll(() => service.close());
 
@@ -71,9 +70,9 @@ describe('bearer token', () => {
 
   test('the owner token and a paired token pass; the paired one only for its installation', async () => {
     expect((await service.request('GET', `/test/owned/${OTHER_INSTALLATION}`)).status).toBe(204);
-    const own = await service.request('GET', `/test/owned/${INSTALLATION.toUpperCase()}`, { token: DEVICE_TOKEN });
+    const own = await service.request('GET', `/test/owned/${INSTALLATION.toUpperCase()}`, { token: deviceToken });
     expect(own.status).toBe(204);
-    const other = await service.request('GET', `/test/owned/${OTHER_INSTALLATION}`, { token: DEVICE_TOKEN });
+    const other = await service.request('GET', `/test/owned/${OTHER_INSTALLATION}`, { token: deviceToken });
     expect(await answer(other)).toEqual({
       status: 403,
       body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },

@@ -56,11 +56,11 @@ export class DeviceRegistry {
     return this.byHash.get(tokenHash);
   }
 
-  add(tokenHash: string, device: DeviceIdentity): void {
+  private add(tokenHash: string, device: DeviceIdentity): void {
     this.byHash.set(tokenHash, device);
   }
 
-  remove(deviceId: string): void {
+  private remove(deviceId: string): void {
     for (const [hash, device] of this.byHash) {
       if (device.id === deviceId) this.byHash.delete(hash);
     }
