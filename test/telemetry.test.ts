@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { tokenHash } from '../src/devices/token.ts';
 import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { packRows } from '../src/telemetry/store.ts';
@@ -286,16 +285,7 @@ describe('refusing a batch', () => {
   });
 
   test("a paired car's token for another installation is 403, nothing stored; its own is accepted", async () => {
-    const token = 'd'.repeat(43);
-    const hash = tokenHash(token);
-    await service.storage.committer.write('insertDevice', {
-      id: 'device-1',
-      installationId: INSTALLATION,
-      name: null,
-      tokenHash: hash,
-      createdAt: NOW_MS,
-    });
-    service.devices.add(hash, { id: 'device-1', installationId: INSTALLATION });
+    const { token } = await service.devices.pair(INSTALLATION, null);
     const samples = [{ utc: UTC, soc: 1 }];
     expect(await post({ installationId: OTHER_INSTALLATION, samples }, token)).toEqual({
       status: 403,
@@ -385,10 +375,25 @@ describe('hand-off to the planner forwarder', () => {
     }
   });
 
-  test('not handed off when validation or ownership fails', async () => {
+  test('not handed off when validation, ownership or the write fails', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
     handOff.stored.length = 0;
-    await post({ installationId: 'nope', samples: [{ utc: UTC, soc: 5 }] });
+    const samples = [{ utc: UTC, soc: 5 }];
+    expect((await post({ installationId: 'nope', samples })).status).toBe(400);
+    const { token } = await service.devices.pair(OTHER_INSTALLATION, null);
+    expect((await post({ installationId, samples }, token)).status).toBe(403);
+
+    const { committer } = service.storage;
+    const write = committer.write;
+    committer.write = (() => Promise.reject(new Error('disk I/O error'))) as typeof committer.write;
+    try {
+      expect(await post({ installationId, samples })).toEqual({ status: 500, body: { error: 'internal server error' } });
+    } finally {
+      committer.write = write;
+    }
     expect(handOff.stored).toEqual([]);
+    expect(countRows(installationId)).toBe(0);
   });
 
   const stateCases: [string, boolean, number | undefined, number[]][] = [
@@ -404,15 +409,6 @@ describe('hand-off to the planner forwarder', () => {
     const samples = [0, 1, 2].map((offset) => ({ utc: UTC + offset, soc: 50 }));
     expect((await post({ installationId, plannerSentUtc, samples })).status).toBe(200);
     expect(rowsOf(installationId).map((row) => row.planner_state)).toEqual(states);
-  });
-
-  test('two copies of a batch committed in one group make each sample pending once', async () => {
-    const installationId = freshInstallation();
-    handOff.forwarded.push(installationId);
-    const body = { installationId, samples: [{ utc: UTC, soc: 1 }] };
-    const answers = await Promise.all([post(body), post(body)]);
-    expect(answers.map((a) => a.status)).toEqual([200, 200]);
-    expect(rowsOf(installationId).map((row) => row.planner_state)).toEqual([1]);
   });
 });
 
