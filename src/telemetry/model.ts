@@ -15,7 +15,7 @@ export interface Batch {
   installationId: string;
   /** 0 when absent. */
   plannerSentUtc: number;
-  /** The usable samples, in batch order. */
+  /** The usable samples, oldest first (a batch may list them in any order). */
   rows: SampleRow[];
   droppedCount: number;
   /** The first `limits.droppedListed` descriptions of dropped values, in examination order. */
@@ -55,7 +55,7 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
     }
     if (sampleNotes.length > 0) notes[index] = sampleNotes;
   }
-  rows.reverse();
+  rows.sort((a, b) => (a[0] as number) - (b[0] as number)); // utc is unique among them by now
 
   let droppedCount = 0;
   const dropped: string[] = [];
@@ -65,11 +65,6 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
     dropped.push(...sampleNotes.slice(0, limits.droppedListed - dropped.length));
   }
   return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
-}
-
-/** Sorts rows by `utc`, oldest first, in place: a batch may list its samples in any order. */
-export function oldestFirst(rows: SampleRow[]): SampleRow[] {
-  return rows.sort((a, b) => (a[0] as number) - (b[0] as number));
 }
 
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */

@@ -6,7 +6,7 @@ import { assertMayUse } from '../http/auth.ts';
 import { authenticatedBody, ingestRoute } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
 import type { SampleForwarder } from './forwarder.ts';
-import { oldestFirst, validateBatch } from './model.ts';
+import { validateBatch } from './model.ts';
 import { packRows } from './store.ts';
 
 export interface TelemetryDeps {
@@ -27,7 +27,7 @@ export function telemetryRoutes({ auth, committer, forwarder, log, now }: Teleme
       if (rows.length > 0) {
         const forward = forwarder.forwards(installationId);
         const { added, rewritten } = await committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
-        if (added.length > 0 || rewritten) forwarder.stored(installationId, { added: oldestFirst(added.map((row) => rows[row]!)), rewritten });
+        if (added.length > 0 || rewritten) forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
       }
       // Descriptions never hold a coordinate, so they may be logged.
       if (droppedCount > 0) {
