@@ -185,10 +185,7 @@ export class PlannerForwarder implements SampleForwarder {
     this.installations.set(id, installation);
     const loop = this.drain(installation)
       .catch((error: Error) => this.options.log.error('planner.failed', { installation: id, reason: error.name }))
-      .finally(() => {
-        if (this.installations.get(id) === installation) this.installations.delete(id);
-        this.loops.delete(loop);
-      });
+      .finally(() => this.loops.delete(loop));
     this.loops.add(loop);
     return installation;
   }
