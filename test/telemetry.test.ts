@@ -342,8 +342,9 @@ describe('hand-off to the planner forwarder', () => {
     // Still waiting (nothing sends them here): sent again, perhaps with new values, they are rewritten.
     expect(await handedOff({ samples: [...samples, { utc: UTC + 3, soc: 73 }] })).toEqual([{ utcs: [UTC + 3], rewritten: true }]);
     expect(await handedOff({ plannerSentUtc: UTC + 3, samples })).toEqual([{ utcs: [], rewritten: true }]);
-    // No longer waiting: a copy changes nothing, and nothing is handed off.
+    // No longer waiting: a copy changes nothing, and nothing is handed off, whatever its plannerSentUtc.
     expect(await handedOff({ samples })).toEqual([]);
+    expect(await handedOff({ plannerSentUtc: UTC + 3, samples })).toEqual([]);
   });
 
   test('of two copies committed in one group, the first makes the samples pending and the second nothing', async () => {

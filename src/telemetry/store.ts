@@ -56,16 +56,16 @@ const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
   ON CONFLICT (installation, utc) DO NOTHING`;
 
 /**
- * A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice;
- * only a sample still waiting that the car now says it gave the planner itself (its `utc` is not
- * after the batch's `plannerSentUtc`) stops waiting. Parameters: the field values, then
- * `plannerSentUtc`, the installation and `utc`.
+ * A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice.
+ * Parameters: the field values, then the installation and `utc`.
  */
-const REPLACE_SAMPLE = `UPDATE samples SET ${fieldColumns.map((c, i) => `${c} = ?${i + 1}`).join(', ')},
-    planner_state = CASE WHEN planner_state = ${PlannerState.pending} AND utc <= ?${fieldColumns.length + 1}
-      THEN ${PlannerState.none} ELSE planner_state END
-  WHERE installation = ?${fieldColumns.length + 2} AND utc = ?${fieldColumns.length + 3}
+const REPLACE_SAMPLE = `UPDATE samples SET ${fieldColumns.map((c, i) => `${c} = ?${i + 1}`).join(', ')}
+  WHERE installation = ?${fieldColumns.length + 1} AND utc = ?${fieldColumns.length + 2}
   RETURNING planner_state AS state`;
+
+/** A sample still waiting that the car now says it gave the planner itself stops waiting. */
+const WITHDRAW_SAMPLE = `UPDATE samples SET planner_state = ${PlannerState.none}
+  WHERE installation = ? AND utc = ? AND planner_state = ${PlannerState.pending}`;
 
 /** What a batch's write did to the planner's outbox; `added` holds row positions in the write. */
 export interface StoredSamples {
@@ -100,9 +100,10 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId,
       if (forPlanner) stored.added.push(r);
       continue;
     }
-    const state = replaceSample(db, values, plannerSentUtc);
-    // Still waiting, with new values; or at or before plannerSentUtc, so perhaps no longer waiting.
-    if (state === PlannerState.pending || (forward && !forPlanner)) stored.rewritten = true;
+    // At or before plannerSentUtc: the car gave it to the planner itself.
+    const withdrawn = (values[1] as number) <= plannerSentUtc && db.query(WITHDRAW_SAMPLE).run(values[0]!, values[1]!).changes === 1;
+    // Withdrawn, or still waiting with new values: what the forwarder holds of it is stale.
+    if (replaceSample(db, values) === PlannerState.pending || withdrawn) stored.rewritten = true;
   }
   return stored;
 };
@@ -114,9 +115,9 @@ function installationKey(db: Database, installationId: string): number {
 }
 
 /** Replaces a stored sample's values; answers its planner state afterwards. */
-function replaceSample(db: Database, values: (string | number | null)[], plannerSentUtc: number): number {
+function replaceSample(db: Database, values: (string | number | null)[]): number {
   const fields = values.slice(2, 2 + fieldColumns.length);
-  const row = db.query<{ state: number }, (string | number | null)[]>(REPLACE_SAMPLE).get(...fields, plannerSentUtc, values[0]!, values[1]!);
+  const row = db.query<{ state: number }, (string | number | null)[]>(REPLACE_SAMPLE).get(...fields, values[0]!, values[1]!);
   // The insert met a conflict, so the row is there; were it not, the sample must not vanish quietly.
   if (!row) throw new Error(`sample ${values[1]} was neither inserted nor replaced`);
   return row.state;
