@@ -113,23 +113,6 @@ describe('commitGroup', () => {
     db.close();
   });
 
-  test('an unknown operation or a thrown error fails only its own write', () => {
-    const db = databaseWithTable();
-    const outcomes = commitGroup(db, { ...ops, fail: () => { throw new Error('invalid chunk'); } }, [
-      { op: 'put', args: { id: 1, bytes: 1 } },
-      { op: 'fail', args: {} },
-      { op: 'nope', args: {} },
-      { op: 'put', args: { id: 2, bytes: 1 } },
-    ]);
-    expect(outcomes).toEqual([
-      { ok: true, value: 1 },
-      { ok: false, error: { message: 'invalid chunk', code: undefined, scope: 'write' } },
-      { ok: false, error: { message: 'unknown write operation nope', code: undefined, scope: 'write' } },
-      { ok: true, value: 2 },
-    ]);
-    expect(db.query('SELECT id FROM blobs ORDER BY id').values()).toEqual([[1], [2]]);
-    db.close();
-  });
 });
 
 test('a writer that dies fails what it held and every later write, and close() still finishes', async () => {
