@@ -13,10 +13,8 @@ const SQLITE_HEADER = 'SQLite format 3\0';
 
 /** Opens (creating when absent) the database file with the service's pragmas. */
 export function openDatabase(path: string, durability: Durability): Database {
-  if (path !== ':memory:') {
-    mkdirSync(dirname(path), { recursive: true });
-    assertSqliteFile(path);
-  }
+  mkdirSync(dirname(path), { recursive: true });
+  assertSqliteFile(path);
   const db = new Database(path, { create: true, strict: true });
   try {
     applyPragmas(db, durability);
@@ -52,7 +50,7 @@ function applyPragmas(db: Database, durability: Durability): void {
   // Wait for the other connection (writer or reader) instead of failing at once.
   db.run('PRAGMA busy_timeout = 5000');
   const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
-  if (mode !== 'wal' && mode !== 'memory') throw new Error(`journal_mode is ${mode}, WAL was refused`);
+  if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
   db.run(`PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
   db.run('PRAGMA foreign_keys = ON');
