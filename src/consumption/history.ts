@@ -9,7 +9,7 @@ import type { Chunk } from './model.ts';
 import { readHistory, type StoredHistory } from './store.ts';
 import { fromStored, minus, valuesOf, ZERO, type DayValues } from './totals.ts';
 
-export interface HistoryRecord {
+interface HistoryRecord {
   date: string;
   day: DayValues;
   sohPercent?: number;
@@ -17,7 +17,7 @@ export interface HistoryRecord {
   lifetime: DayValues;
 }
 
-export interface History {
+interface History {
   records: HistoryRecord[];
   lifetime: DayValues;
 }
@@ -57,7 +57,7 @@ export class Consumption {
 }
 
 /** Each record's lifetime is the total less every newer day, which needs no day beyond the 400. */
-export function historyOf({ days, lifetime }: StoredHistory): History {
+function historyOf({ days, lifetime }: StoredHistory): History {
   let upToDay = lifetime ? fromStored(lifetime) : ZERO;
   const records = days.map((stored): HistoryRecord => {
     const day = fromStored(stored);

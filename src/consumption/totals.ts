@@ -7,7 +7,7 @@
  * chunks at the 1e7 bound, while BigInt has no bound. The database keeps them as decimal text.
  */
 export const DAY_FIELDS = ['km', 'kwh', 'hours', 'socDrop'] as const;
-export type DayField = (typeof DAY_FIELDS)[number];
+type DayField = (typeof DAY_FIELDS)[number];
 export type DayValues = Record<DayField, number>;
 export type Totals = Record<DayField, bigint>;
 export type StoredTotals = Record<DayField, string>;

@@ -15,5 +15,3 @@ export const devices = sqliteTable(
   },
   (table) => [index('devices_installation').on(table.installationId)],
 );
-
-export type DeviceRow = typeof devices.$inferSelect;

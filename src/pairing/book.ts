@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import { newPairingId, newUserCode } from './code.ts';
 
 /** `approving`: the device is being committed; the car still sees `pending`. */
-export type PairingState = 'pending' | 'approving' | 'approved' | 'denied';
+type PairingState = 'pending' | 'approving' | 'approved' | 'denied';
 
 export interface PairingRequest {
   readonly pairingId: string;
@@ -28,7 +28,7 @@ export type PollAnswer =
   | { status: 'pending' | 'denied' | 'expired' }
   | { status: 'approved'; token: string; deviceId: string; installationId: string };
 
-export type Decision = 'approve' | 'deny';
+type Decision = 'approve' | 'deny';
 
 export class PairingBook {
   private readonly byId = new Map<string, PairingRequest>();

@@ -39,7 +39,7 @@ export function after(ms: number, callback: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-export const realTimers: PlannerTimers = { backoff: after, delay: after, random: Math.random };
+const realTimers: PlannerTimers = { backoff: after, delay: after, random: Math.random };
 
 export interface ForwarderOptions {
   config: PlannerConfig;
@@ -63,7 +63,7 @@ interface Installation {
   backoffMs: number;
 }
 
-export interface ForwarderStats {
+interface ForwarderStats {
   sent: number;
   givenUp: number;
   retried: number;

@@ -11,7 +11,7 @@ export interface PlannerCredentials {
 }
 
 /** The `tlm` JSON: `utc` (seconds) and the sample's stored fields, in the field table's order. */
-export function tlmOf(sample: SampleRow): string {
+function tlmOf(sample: SampleRow): string {
   const tlm: Record<string, number | string> = { utc: sample[0]! };
   sampleFieldNames.forEach((name, index) => {
     const value = sample[index + 1];

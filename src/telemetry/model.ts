@@ -162,7 +162,7 @@ function keyPath(key: string): string {
 }
 
 /** A key or value JSON-encoded, at most `limits.droppedQuoteChars` characters of it, `…` when cut. */
-export function quote(value: unknown): string {
+function quote(value: unknown): string {
   const max = limits.droppedQuoteChars;
   if (typeof value === 'string') {
     // Code points of at most twice the quoted length: a long string is never split whole.
