@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
+import { approvalUrl } from '../src/pairing/approval-url.ts';
 import { USER_CODE_ALPHABET } from '../src/pairing/code.ts';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
@@ -126,6 +127,14 @@ describe('POST /v1/pair/start', () => {
     await start({ trustProxy: true });
     started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers }))).body as typeof started;
     expect(started.approvalUrl).toBe(`https://ev.example.com/pair?code=${started.userCode}`);
+  });
+
+  test('a Host or forwarded host that is not a plain host name does not shape the URL', () => {
+    const url = (headers: Record<string, string>) =>
+      approvalUrl({ publicUrl: '', trustProxy: true }, new Request('http://localhost/v1/pair/start', { headers }), 'ABCD-EFGH');
+    expect(url({ 'x-forwarded-host': 'evil.example/"><b>x</b>' })).toBe('http://localhost/pair?code=ABCD-EFGH');
+    expect(url({ host: 'a b' })).toBe('http://localhost/pair?code=ABCD-EFGH');
+    expect(url({ 'x-forwarded-host': '[::1]:8443', 'x-forwarded-proto': 'https' })).toBe('https://[::1]:8443/pair?code=ABCD-EFGH');
   });
 
   test('validates installationId and name, naming the field', async () => {
