@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
+import type { DeviceRegistry, PairedDevice } from '../src/devices/registry.ts';
 import { approvalUrl } from '../src/pairing/approval-url.ts';
+import { PairingBook } from '../src/pairing/book.ts';
 import { USER_CODE_ALPHABET } from '../src/pairing/code.ts';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
@@ -418,5 +420,32 @@ describe('a paired token', () => {
     expect(lines).not.toContain(token);
     expect(lines).not.toContain(PASSWORD);
     expect(lines).toContain('pairing.approved');
+  });
+});
+
+describe('an approval still being saved', () => {
+  /** A registry whose pair() waits for the test: the approval's commit is under way until `commit()`. */
+  function slowRegistry() {
+    let commit = () => {};
+    const revoked: string[] = [];
+    const registry = {
+      pair: (installationId: string, name: string | null) =>
+        new Promise<PairedDevice>((resolve) => (commit = () => resolve({ id: 'device-1', installationId, token: 't'.repeat(43) }))),
+      revoke: async (id: string) => void revoked.push(id),
+    };
+    return { registry: registry as unknown as DeviceRegistry, commit: () => commit(), revoked };
+  }
+
+  test('a second decision meanwhile is told it is being approved; a request replaced meanwhile takes its device along', async () => {
+    const { registry, commit, revoked } = slowRegistry();
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const request = await book.start(INSTALLATION, 'MG4');
+    const deciding = book.decide(request, 'approve');
+    expect(await book.decide(request, 'approve')).toBe('approving');
+    await book.start(INSTALLATION, 'MG4 again'); // the car started over: the first request is gone
+    commit();
+    expect(await deciding).toBe('expired');
+    expect(revoked).toEqual(['device-1']);
+    expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
   });
 });
