@@ -74,9 +74,13 @@ export class PairingBook {
 
   /** The car's poll; an approved request hands out its token once and is gone. */
   async poll(pairingId: string): Promise<PollAnswer> {
-    await this.sweep();
     const request = this.byId.get(pairingId);
     if (!request) return { status: 'expired' };
+    // Only this request's own expiry: a poll never waits on other cars' requests (the timer sweeps those).
+    if (request.expiresAt <= this.now()) {
+      await this.close(request, 'expired');
+      return { status: 'expired' };
+    }
     if (request.state === 'denied') return { status: 'denied' };
     if (request.state !== 'approved' || !request.device) return { status: 'pending' };
     const { token, id: deviceId, installationId } = request.device;
