@@ -1,12 +1,14 @@
 /**
  * The main thread's side of the writer: every write of the service goes through `write()`, which
- * answers only once the group holding the write has committed.
+ * answers only once the group holding the write has committed (and, with FULL durability, is on disk).
  */
 import type { Durability } from '../config.ts';
-import type { Write, WriteFailure } from './group.ts';
+import type { Outcome, Write, WriteFailure } from './group.ts';
 import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
+import { limits } from '../limits.ts';
 import { StorageError } from './open.ts';
+import { WalSync, type SyncFile } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /** A write that did not commit; `scope` tells whether its whole group was rolled back. */
@@ -30,8 +32,13 @@ interface Pending {
 export interface CommitterOptions {
   path: string;
   durability: Durability;
-  /** Writes per group at most; 1 commits every write on its own (a benchmark baseline). */
+  /**
+   * Writes per group at most; 1 commits and syncs every write on its own, the way a server without
+   * group commit would (a benchmark baseline).
+   */
   maxGroupWrites?: number;
+  /** Fault seam: how the WAL is synced with FULL durability (tests hold or fail it). */
+  syncFile?: SyncFile;
 }
 
 export interface CommitterStats {
@@ -41,7 +48,10 @@ export interface CommitterStats {
 
 export class Committer {
   private queue: Pending[] = [];
-  private inFlight: Pending[] | null = null;
+  /** The group the writer is running; the next waits for it to commit, not for its sync. */
+  private atWriter: Pending[] | null = null;
+  /** Groups handed to the writer and not answered yet: the one at the writer and those syncing. */
+  private unanswered = new Set<Pending[]>();
   private pumpScheduled = false;
   private closing: Promise<void> | null = null;
   private broken: Error | null = null;
@@ -58,6 +68,8 @@ export class Committer {
   private constructor(
     private readonly worker: Worker,
     private readonly maxGroupWrites: number,
+    /** With FULL durability, the sync of each commit, overlapping the writer's next group. */
+    private readonly walSync: WalSync | null,
   ) {
     this.gone = new Promise((resolve) => (this.markGone = resolve));
     worker.addEventListener('message', (event: MessageEvent<FromWriter>) => this.onMessage(event.data));
@@ -71,6 +83,8 @@ export class Committer {
 
   /** Starts the writer on its own connection to `path`. */
   static async start(options: CommitterOptions): Promise<Committer> {
+    const maxGroupWrites = options.maxGroupWrites ?? limits.groupWritesMax;
+    const syncApart = options.durability === 'full' && maxGroupWrites > 1;
     const worker = new Worker(workerEntry('writer.worker.ts'));
     let onError: (event: ErrorEvent) => void = () => {};
     const opened = new Promise<void>((resolve, reject) => {
@@ -83,16 +97,16 @@ export class Committer {
       worker.addEventListener('message', onMessage);
       worker.addEventListener('error', onError);
     });
-    post(worker, { type: 'open', path: options.path, durability: options.durability });
+    post(worker, { type: 'open', path: options.path, durability: options.durability, syncApart });
     try {
       await opened;
+      return new Committer(worker, maxGroupWrites, syncApart ? new WalSync(options.path, options.syncFile) : null);
     } catch (error) {
       worker.terminate();
       throw error;
     } finally {
       worker.removeEventListener('error', onError);
     }
-    return new Committer(worker, options.maxGroupWrites ?? 1000);
   }
 
   write<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
@@ -120,7 +134,7 @@ export class Committer {
 
   /** Resolves once every write handed in so far has been answered. */
   idle(): Promise<void> {
-    if (!this.inFlight && this.queue.length === 0) return Promise.resolve();
+    if (this.unanswered.size === 0 && this.queue.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -141,20 +155,45 @@ export class Committer {
   }
 
   private pump(): void {
-    if (this.inFlight || this.queue.length === 0 || this.broken) return;
-    const group = this.queue.splice(0, this.maxGroupWrites);
-    this.inFlight = group;
+    if (this.atWriter || this.queue.length === 0 || this.broken) return;
+    const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
+    this.atWriter = group;
+    this.unanswered.add(group);
     post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
+  }
+
+  /**
+   * A burst reaching an idle writer goes in two halves, the second once the first committed: the
+   * halves then take turns, one being written while the other's sync runs, instead of moving in lockstep.
+   */
+  private nextGroupSize(): number {
+    const split = this.walSync && this.unanswered.size === 0 && this.queue.length >= limits.groupSplitWrites;
+    return split ? Math.ceil(this.queue.length / 2) : this.queue.length;
   }
 
   private onMessage(message: FromWriter): void {
     if (message.type === 'pragma') return this.onPragma(message);
-    if (message.type !== 'done' || !this.inFlight) return;
-    const group = this.inFlight;
-    this.inFlight = null;
+    if (message.type === 'committed') return this.onCommitted(message.outcomes);
+  }
+
+  private onCommitted(outcomes: Outcome[]): void {
+    const group = this.atWriter;
+    if (!group) return; // the committer broke meanwhile and answered it
+    this.atWriter = null;
+    this.pump();
+    if (!this.walSync) return this.answer(group, outcomes);
+    this.walSync.durable().then(
+      () => this.answer(group, outcomes),
+      // After a failed sync the kernel may have dropped the pages: nothing can be promised any more.
+      (error: Error) => this.onCrash(new Error(`writer failed: the WAL's sync failed: ${error.message}`)),
+    );
+  }
+
+  private answer(group: Pending[], outcomes: Outcome[]): void {
+    if (!this.unanswered.delete(group)) return;
     this.stats.groups += 1;
     this.stats.writes += group.length;
-    message.outcomes.forEach((outcome, index) => {
+    outcomes.forEach((outcome, index) => {
       const pending = group[index]!;
       if (outcome.ok) pending.resolve(outcome.value);
       else pending.reject(new WriteError(outcome.error));
@@ -173,15 +212,16 @@ export class Committer {
     if (this.broken) return;
     this.broken = error;
     this.onBroken(error);
-    const lost = [...(this.inFlight ?? []), ...this.queue, ...this.pragmaWaiters.splice(0)];
-    this.inFlight = null;
+    const lost = [...[...this.unanswered].flat(), ...this.queue, ...this.pragmaWaiters.splice(0)];
+    this.unanswered.clear();
+    this.atWriter = null;
     this.queue = [];
     for (const pending of lost) pending.reject(error);
     this.notifyIfIdle();
   }
 
   private notifyIfIdle(): void {
-    if (this.inFlight || this.queue.length > 0) return;
+    if (this.unanswered.size > 0 || this.queue.length > 0) return;
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
@@ -195,6 +235,7 @@ export class Committer {
       await Promise.race([closed, this.gone]); // a writer dying meanwhile must not hang the stop
     }
     this.worker.terminate();
+    this.walSync?.close();
   }
 }
 

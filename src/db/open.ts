@@ -12,12 +12,12 @@ export class StorageError extends Error {
 const SQLITE_HEADER = 'SQLite format 3\0';
 
 /** Opens (creating when absent) the database file with the service's pragmas. */
-export function openDatabase(path: string, durability: Durability): Database {
+export function openDatabase(path: string, durability: Durability, options: { syncApart?: boolean } = {}): Database {
   mkdirSync(dirname(path), { recursive: true });
   assertSqliteFile(path);
   const db = new Database(path, { create: true, strict: true });
   try {
-    applyPragmas(db, durability);
+    applyPragmas(db, durability, options.syncApart ?? false);
   } catch (error) {
     db.close();
     throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
@@ -46,13 +46,14 @@ function assertSqliteFile(path: string): void {
   }
 }
 
-function applyPragmas(db: Database, durability: Durability): void {
+function applyPragmas(db: Database, durability: Durability, syncApart: boolean): void {
   // Wait for the other connection (writer or reader) instead of failing at once.
   db.run('PRAGMA busy_timeout = 5000');
   const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
   if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
-  db.run(`PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  // The writer syncs FULL's commits apart (WalSync), so its own connection never waits for the disk.
+  db.run(`PRAGMA synchronous = ${durability === 'full' && !syncApart ? 'FULL' : 'NORMAL'}`);
   db.run('PRAGMA foreign_keys = ON');
   // Small, frequent checkpoints by the committing writer: measured against a checkpointer thread and
   // against 40 MiB checkpoints, both of which stalled group commits for 100-200 ms now and then.

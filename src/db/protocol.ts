@@ -3,7 +3,8 @@ import type { Outcome, Write } from './group.ts';
 
 /** Messages from the main thread to the writer. */
 export type ToWriter =
-  | { type: 'open'; path: string; durability: Durability }
+  /** `syncApart`: commit FULL's writes without their sync, which the main thread runs (wal-sync.ts). */
+  | { type: 'open'; path: string; durability: Durability; syncApart: boolean }
   | { type: 'group'; writes: Write[] }
   | { type: 'pragma'; pragma: string }
   | { type: 'close' };
@@ -12,7 +13,7 @@ export type ToWriter =
 export type FromWriter =
   | { type: 'opened' }
   | { type: 'failed'; message: string }
-  | { type: 'done'; outcomes: Outcome[] }
+  /** The group committed; with FULL durability its answers still wait for the WAL's sync. */
+  | { type: 'committed'; outcomes: Outcome[] }
   | { type: 'pragma'; rows: unknown[] | null; error?: string }
   | { type: 'closed' };
-

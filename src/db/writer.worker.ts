@@ -1,6 +1,7 @@
 /**
- * The writer: a Worker owning the only write connection, so that SQLite's sync never blocks the
- * request thread. It runs one group at a time; the main thread gathers the next meanwhile.
+ * The writer: a Worker owning the only write connection, so that SQLite never blocks the request
+ * thread. It runs one group at a time; the main thread gathers the next meanwhile and, with FULL
+ * durability, syncs the last one's commit (wal-sync.ts) so that the writer never waits for the disk.
  */
 import type { Database } from 'bun:sqlite';
 import { commitGroup } from './group.ts';
@@ -17,14 +18,14 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
   switch (message.type) {
     case 'open':
       try {
-        db = openDatabase(message.path, message.durability);
+        db = openDatabase(message.path, message.durability, { syncApart: message.syncApart });
         self.postMessage({ type: 'opened' });
       } catch (error) {
         self.postMessage({ type: 'failed', message: (error as Error).message });
       }
       return;
     case 'group':
-      self.postMessage({ type: 'done', outcomes: commitGroup(db!, writeOps, message.writes) });
+      self.postMessage({ type: 'committed', outcomes: commitGroup(db!, writeOps, message.writes) });
       return;
     case 'pragma':
       try {

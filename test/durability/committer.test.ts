@@ -1,15 +1,18 @@
 /**
  * The committer's promise: a write is answered only once its group has committed, and what was
- * answered survives a crash of the process (both modes) or of the machine (`full`, by fsync).
+ * answered survives a crash of the process (both modes) or of the machine (`full`, by a sync of the WAL).
  */
 import { Database } from 'bun:sqlite';
 import { afterAll, describe, expect, test } from 'bun:test';
-import { rmSync } from 'node:fs';
+import { fstatSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { WriteError } from '../../src/db/committer.ts';
+import { Committer, WriteError, type CommitterOptions } from '../../src/db/committer.ts';
 import { commitGroup, type WriteOp } from '../../src/db/group.ts';
+import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { openStorage } from '../../src/db/storage.ts';
+import type { SyncFile } from '../../src/db/wal-sync.ts';
+import { limits } from '../../src/limits.ts';
 import { tempDir, INSTALLATION } from '../support.ts';
 
 const dir = tempDir('ev-ingest-committer-');
@@ -36,13 +39,10 @@ function integrity(path: string): string {
 }
 
 describe('the writer connection', () => {
-  test.each([
-    ['full', 2],
-    ['fast', 1],
-  ] as const)('DURABILITY=%s runs WAL with synchronous=%d on the writer', async (durability, synchronous) => {
+  test.each(['full', 'fast'] as const)('DURABILITY=%s runs WAL with synchronous=NORMAL on the writer (FULL syncs apart)', async (durability) => {
     const storage = await openStorage({ databasePath: join(dir, `pragmas-${durability}.db`), durability });
     try {
-      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous }]);
+      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
       expect(await storage.committer.writerPragma('journal_mode')).toEqual([{ journal_mode: 'wal' }]);
     } finally {
       await storage.close();
@@ -55,9 +55,108 @@ describe('the writer connection', () => {
       const refused = await storage.committer.writerPragma('synchronous = OFF; DROP TABLE devices').catch((error: Error) => error.message);
       expect(refused).toBe('not a simple pragma: synchronous = OFF; DROP TABLE devices');
       expect(await storage.committer.writerPragma('no_such_pragma')).toEqual([]);
-      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 2 }]);
+      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
     } finally {
       await storage.close();
+    }
+  });
+});
+
+/** A WAL sync the test finishes by hand: records each call's file and the moment it was made. */
+function heldSyncs() {
+  const calls: { fd: number; finish(error?: Error): void }[] = [];
+  const syncFile: SyncFile = (fd, done) => calls.push({ fd, finish: (error) => done(error ?? null) });
+  return { calls, syncFile };
+}
+
+/** Waits (polling, a few ms at a time) until `condition` holds. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await Bun.sleep(2);
+}
+
+/** A committer on a fresh database; `durability` full unless said otherwise. */
+async function committerWith(name: string, options: Partial<CommitterOptions> = {}) {
+  const path = join(dir, `${name}.db`);
+  const db = openDatabase(path, 'full');
+  migrate(db);
+  const committer = await Committer.start({ path, durability: 'full', ...options });
+  const stop = async () => {
+    await committer.close();
+    db.close();
+  };
+  return { path, committer, stop };
+}
+
+describe('FULL durability: the WAL synced apart from the writer', () => {
+  test('a write is answered only once a sync of the WAL that began after its commit has finished', async () => {
+    const syncs = heldSyncs();
+    const { path, committer, stop } = await committerWith('held-sync', { syncFile: syncs.syncFile });
+    try {
+      const answered: string[] = [];
+      const first = committer.write('insertDevice', device('first')).then(() => answered.push('first'));
+      await until(() => syncs.calls.length === 1);
+      expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(`${path}-wal`).ino);
+      expect(deviceIds(path)).toEqual(new Set(['first'])); // committed, not yet answered
+      const second = committer.write('insertDevice', device('second')).then(() => answered.push('second'));
+      await until(() => deviceIds(path).has('second')); // committed while the first sync still runs
+      await Bun.sleep(20);
+      expect(answered).toEqual([]);
+      syncs.calls[0]!.finish();
+      await first;
+      await Bun.sleep(20);
+      expect(answered).toEqual(['first']); // the first sync began before the second commit
+      expect(syncs.calls.length).toBe(2);
+      syncs.calls[1]!.finish();
+      await second;
+      expect(answered).toEqual(['first', 'second']);
+    } finally {
+      for (const call of syncs.calls.slice(2)) call.finish();
+      await stop();
+    }
+  });
+
+  test('a failed sync fails the writes it covered and every later one, and the writer is reported broken', async () => {
+    const { committer, stop } = await committerWith('failed-sync', {
+      syncFile: (_fd, done) => done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })),
+    });
+    const broken: string[] = [];
+    committer.onBroken = (error) => broken.push(error.message);
+    const expected = "writer failed: the WAL's sync failed: EIO: i/o error, fdatasync";
+    const failure = (id: string) => committer.write('insertDevice', device(id)).then(() => 'answered', (error: Error) => error.message);
+    expect(await failure('unsure')).toBe(expected);
+    expect(await failure('later')).toBe(expected);
+    expect(broken).toEqual([expected]);
+    await stop();
+  });
+
+  test('DURABILITY=fast never syncs the WAL', async () => {
+    const syncs = heldSyncs();
+    const { committer, stop } = await committerWith('fast-no-sync', { durability: 'fast', syncFile: syncs.syncFile });
+    await Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
+    expect(syncs.calls).toEqual([]);
+    await stop();
+  });
+
+  test("one write per group (the benchmark baseline) commits and syncs each write itself, as SQLite's FULL", async () => {
+    const syncs = heldSyncs();
+    const { committer, stop } = await committerWith('lone-commits', { maxGroupWrites: 1, syncFile: syncs.syncFile });
+    await Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
+    expect(await committer.writerPragma('synchronous')).toEqual([{ synchronous: 2 }]);
+    expect(syncs.calls).toEqual([]);
+    expect(committer.stats).toEqual({ groups: 3, writes: 3 });
+    await stop();
+  });
+
+  test('a burst on an idle writer goes as two groups that take turns; a small one as one group', async () => {
+    const { committer, stop } = await committerWith('halves');
+    try {
+      const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, n) => `${prefix}-${n}`);
+      await Promise.all(ids('burst', limits.groupSplitWrites * 2).map((id) => committer.write('insertDevice', device(id))));
+      expect(committer.stats).toEqual({ groups: 2, writes: limits.groupSplitWrites * 2 });
+      await Promise.all(ids('small', limits.groupSplitWrites - 1).map((id) => committer.write('insertDevice', device(id))));
+      expect(committer.stats).toEqual({ groups: 3, writes: limits.groupSplitWrites * 3 - 1 });
+    } finally {
+      await stop();
     }
   });
 });
