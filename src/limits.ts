@@ -58,12 +58,6 @@ export const limits = {
   idleTimeoutSeconds: 10,
   /** Writes committed together in one group at most. */
   groupWritesMax: 1000,
-  /**
-   * A burst of at least this many writes reaching an idle writer is committed as two groups, so that
-   * one's sync overlaps the other's work; a smaller burst is cheaper in one group and one sync (a sync
-   * takes about 0.5 ms here, writing one ten-sample batch about 50 µs).
-   */
-  groupSplitWrites: 16,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */

@@ -8,7 +8,7 @@ import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { limits } from '../limits.ts';
 import { StorageError } from './open.ts';
-import { WalSync, type SyncFile } from './wal-sync.ts';
+import { smoothed, WalSync, type SyncFile } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /** A write that did not commit; `scope` tells whether its whole group was rolled back. */
@@ -52,6 +52,9 @@ export class Committer {
   private atWriter: Pending[] | null = null;
   /** Groups handed to the writer and not answered yet: the one at the writer and those syncing. */
   private unanswered = new Set<Pending[]>();
+  /** When the group at the writer was sent, and how long a write has taken there (smoothed). */
+  private sentAt = 0;
+  private writeMs = 0;
   private pumpScheduled = false;
   private closing: Promise<void> | null = null;
   private broken: Error | null = null;
@@ -159,16 +162,19 @@ export class Committer {
     const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
     this.atWriter = group;
     this.unanswered.add(group);
+    this.sentAt = performance.now();
     post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
   }
 
   /**
-   * A burst reaching an idle writer goes in two halves, the second once the first committed: the
-   * halves then take turns, one being written while the other's sync runs, instead of moving in lockstep.
+   * A burst reaching an idle writer goes in two halves, the second once the first committed, when
+   * writing half of it takes at least as long as a sync: the halves then take turns, one written while
+   * the other syncs. Writes quicker than that are cheaper all in one group, behind one sync.
    */
   private nextGroupSize(): number {
-    const split = this.walSync && this.unanswered.size === 0 && this.queue.length >= limits.groupSplitWrites;
-    return split ? Math.ceil(this.queue.length / 2) : this.queue.length;
+    if (!this.walSync || this.unanswered.size > 0 || this.queue.length < 2) return this.queue.length;
+    const half = Math.ceil(this.queue.length / 2);
+    return half * this.writeMs >= this.walSync.syncMs ? half : this.queue.length;
   }
 
   private onMessage(message: FromWriter): void {
@@ -180,6 +186,7 @@ export class Committer {
     const group = this.atWriter;
     if (!group) return; // the committer broke meanwhile and answered it
     this.atWriter = null;
+    this.writeMs = smoothed(this.writeMs, (performance.now() - this.sentAt) / group.length);
     this.pump();
     if (!this.walSync) return this.answer(group, outcomes);
     this.walSync.durable().then(

@@ -19,6 +19,8 @@ export class WalSync {
   /** Commits done since the sync in progress began: the next sync covers them all. */
   private waiting: Waiter[] = [];
   private syncing = false;
+  /** How long a sync takes, smoothed over the last ones (0 before the first). */
+  syncMs = 0;
 
   /** Opens the WAL of `databasePath`, which exists while a connection has the database open. */
   constructor(
@@ -44,8 +46,10 @@ export class WalSync {
     const covered = this.waiting;
     this.waiting = [];
     this.syncing = true;
+    const began = performance.now();
     this.syncFile(this.fd, (error) => {
       this.syncing = false;
+      this.syncMs = smoothed(this.syncMs, performance.now() - began);
       for (const waiter of covered) {
         if (error) waiter.reject(error);
         else waiter.resolve();
@@ -53,4 +57,9 @@ export class WalSync {
       if (this.waiting.length > 0) this.sync();
     });
   }
+}
+
+/** A running average that follows the recent measurements: `average` moved a quarter of the way to `latest`. */
+export function smoothed(average: number, latest: number): number {
+  return average === 0 ? latest : average + (latest - average) / 4;
 }
