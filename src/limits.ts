@@ -56,6 +56,8 @@ export const limits = {
   bodyReadMs: 30_000,
   /** Seconds a connection may stay silent (no byte either way) before it is closed (Bun.serve idleTimeout). */
   idleTimeoutSeconds: 10,
+  /** How long a database connection waits for another one's lock (a checkpoint, a backup) before failing. */
+  databaseBusyMs: 5000,
   /** Writes committed together in one group at most. */
   groupWritesMax: 1000,
   /** How long shutdown waits for in-flight requests before closing connections. */

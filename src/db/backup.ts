@@ -7,6 +7,7 @@ import { Database } from 'bun:sqlite';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandStorage, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { limits } from '../limits.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
 
@@ -38,7 +39,7 @@ export function backupDatabase(source: string, target: string): number {
   const partial = `${target}.partial-${process.pid}`;
   const db = new Database(source, { readwrite: true, create: false });
   try {
-    db.run('PRAGMA busy_timeout = 5000');
+    db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
     db.query('VACUUM INTO ?').run(partial);
   } finally {
     db.close();

@@ -3,6 +3,7 @@ import { Database } from 'bun:sqlite';
 import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Durability } from '../config.ts';
+import { limits } from '../limits.ts';
 
 /** A reason the database cannot be used; the server refuses to start with it. */
 export class StorageError extends Error {
@@ -48,7 +49,7 @@ function assertSqliteFile(path: string): void {
 
 function applyPragmas(db: Database, durability: Durability, syncApart: boolean): void {
   // Wait for the other connection (writer or reader) instead of failing at once.
-  db.run('PRAGMA busy_timeout = 5000');
+  db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
   if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
