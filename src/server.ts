@@ -63,7 +63,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       if ((await Promise.race([server.stop(false), grace])) === 'timeout') await server.stop(true);
       clearTimeout(timer);
       await closeService(service, storage);
-      log.info('stopped', { groups: storage.committer.stats.groups, writes: storage.committer.stats.writes });
+      log.info('stopped', { ...storage.committer.stats });
       log.flush();
     })());
 

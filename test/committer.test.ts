@@ -54,7 +54,7 @@ describe('Committer (the writer thread)', () => {
     migrate(db);
     const committer = await Committer.start({ path: join(dir, 'ev.db'), durability: 'fast', maxGroupWrites: 1 });
     await Promise.all(Array.from({ length: 10 }, (_, n) => committer.write('insertDevice', device(n))));
-    expect(committer.stats).toEqual({ groups: 10, writes: 10 });
+    expect(committer.stats).toEqual({ groups: 10, writes: 10, syncs: 0 });
     await committer.close();
     db.close();
   });

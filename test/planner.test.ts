@@ -142,6 +142,23 @@ test('at most 8 requests are at the planner at once over all installations', asy
   for (const id of installations) expect(states(target, id).map(([, state]) => state)).toEqual([2, 2, 2]);
 });
 
+test('samples read from the outbox go to the planner only once everything committed is on disk', async () => {
+  const fake = planner();
+  const target = await service(forwarding(fake));
+  let markDurable = () => {};
+  const durable = new Promise<void>((resolve) => (markDurable = resolve));
+  // The WAL's sync is held: the read below may see commits not on disk yet.
+  target.storage.committer.durable = () => durable;
+  seedPending(target, INSTALLATION, samplesAt(T0 + 1, T0 + 2));
+  target.planner.recheck(INSTALLATION);
+  await waitUntil(() => target.planner.stats.outboxReads === 1);
+  await Bun.sleep(50);
+  expect(fake.requests).toHaveLength(0);
+  markDurable();
+  await target.planner.idle();
+  expect(fake.requests).toHaveLength(2);
+});
+
 test('one installation never has two requests at the planner at once, and its order is kept', async () => {
   const fake = planner(() => ({ delayMs: 100 }));
   const tokens = new Map([

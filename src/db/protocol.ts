@@ -11,7 +11,8 @@ export type ToWriter =
 
 /** Messages from the writer to the main thread. */
 export type FromWriter =
-  | { type: 'opened' }
+  /** `walPath`: the WAL as SQLite names it, symbolic links resolved. */
+  | { type: 'opened'; walPath: string }
   | { type: 'failed'; message: string }
   /** The group committed; with FULL durability its answers still wait for the WAL's sync. */
   | { type: 'committed'; outcomes: Outcome[] }

@@ -1,10 +1,14 @@
 /**
  * Durable commits without holding the writer. With FULL durability the writer's connection commits
- * with `synchronous=NORMAL` (no sync of its own) and this syncs the WAL on a pool thread afterwards,
- * while the writer already runs the next group. A commit is answered only once a sync that began
- * after it has finished: what `synchronous=FULL` promises, with no more syncs, but off the writer's path.
+ * with `synchronous=NORMAL` (its ordinary commits skip the sync; checkpoints still sync) and this
+ * syncs the WAL on a pool thread afterwards, while the writer already runs the next group. A commit
+ * is answered only once a sync that began after it has finished: the durability of SQLite's
+ * `synchronous=FULL`, with no more syncs, but off the writer's path. Unlike FULL, another connection
+ * may read a commit before its sync; a reader that acts on what it read outside the database (the
+ * planner forwarder) waits for `durable()` first.
  */
 import { closeSync, fdatasync, openSync } from 'node:fs';
+import { StorageError } from './open.ts';
 
 /** Flushes a file's data to the disk; `fdatasync` but for fault drills. */
 export type SyncFile = (fd: number, done: (error: Error | null) => void) => void;
@@ -19,33 +23,44 @@ export class WalSync {
   /** Commits done since the sync in progress began: the next sync covers them all. */
   private waiting: Waiter[] = [];
   private syncing = false;
+  private closed = false;
   /** How long a sync takes, smoothed over the last ones (0 before the first). */
   syncMs = 0;
+  syncs = 0;
 
-  /** Opens the WAL of `databasePath`, which exists while a connection has the database open. */
+  /** `walPath` as SQLite names it (symbolic links resolved); it exists while a connection is open. */
   constructor(
-    databasePath: string,
+    walPath: string,
     private readonly syncFile: SyncFile = fdatasync,
   ) {
-    this.fd = openSync(`${databasePath}-wal`, 'r');
+    try {
+      // r+: some systems (Windows, some network file systems) refuse to flush a file opened read-only.
+      this.fd = openSync(walPath, 'r+');
+    } catch (error) {
+      throw new StorageError(`cannot open the WAL ${walPath} to sync it: ${(error as Error).message}`);
+    }
   }
 
   /** Settles once everything committed so far is on disk; rejects should that sync fail. */
   durable(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the WAL is closed'));
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject });
       if (!this.syncing) this.sync();
     });
   }
 
+  /** Starts no more syncs; the file is closed once a sync still running has finished. */
   close(): void {
-    closeSync(this.fd);
+    this.closed = true;
+    if (!this.syncing) closeSync(this.fd);
   }
 
   private sync(): void {
     const covered = this.waiting;
     this.waiting = [];
     this.syncing = true;
+    this.syncs += 1;
     const began = performance.now();
     this.syncFile(this.fd, (error) => {
       this.syncing = false;
@@ -54,7 +69,10 @@ export class WalSync {
         if (error) waiter.reject(error);
         else waiter.resolve();
       }
-      if (this.waiting.length > 0) this.sync();
+      if (this.closed) {
+        closeSync(this.fd);
+        for (const waiter of this.waiting.splice(0)) waiter.reject(new Error('the WAL is closed'));
+      } else if (this.waiting.length > 0) this.sync();
     });
   }
 }

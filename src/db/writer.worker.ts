@@ -1,7 +1,8 @@
 /**
  * The writer: a Worker owning the only write connection, so that SQLite never blocks the request
  * thread. It runs one group at a time; the main thread gathers the next meanwhile and, with FULL
- * durability, syncs the last one's commit (wal-sync.ts) so that the writer never waits for the disk.
+ * durability, syncs the last one's commit (wal-sync.ts), so the writer waits for the disk only
+ * during checkpoints.
  */
 import type { Database } from 'bun:sqlite';
 import { commitGroup } from './group.ts';
@@ -11,6 +12,10 @@ import { writeOps } from './writes.ts';
 
 declare const self: Worker;
 
+/** The database file as SQLite opened it, symbolic links resolved: its WAL lies beside that. */
+const mainFile = (db: Database) =>
+  db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
+
 let db: Database | null = null;
 
 self.onmessage = (event: MessageEvent<ToWriter>) => {
@@ -19,7 +24,7 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
     case 'open':
       try {
         db = openDatabase(message.path, message.durability, { syncApart: message.syncApart });
-        self.postMessage({ type: 'opened' });
+        self.postMessage({ type: 'opened', walPath: `${mainFile(db)}-wal` });
       } catch (error) {
         self.postMessage({ type: 'failed', message: (error as Error).message });
       }

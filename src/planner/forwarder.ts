@@ -196,7 +196,13 @@ export class PlannerForwarder implements SampleForwarder {
     let emptied = false;
     try {
       while (!this.halted) {
-        const sample = this.next(installation);
+        if (this.mustRead(installation)) {
+          this.readOutbox(installation);
+          // The read may have seen commits whose sync still runs: send none of them before it is on disk.
+          await this.options.committer.durable();
+          continue;
+        }
+        const sample = installation.queue[0];
         if (!sample) return void (emptied = true);
         if (!(await this.deliver(installation, sample))) return;
         installation.queue.shift();
@@ -215,19 +221,20 @@ export class PlannerForwarder implements SampleForwarder {
     if (this.quiet.size > limits.plannerQuietInstallations) this.quiet.delete(this.quiet.values().next().value!);
   }
 
-  /** The oldest waiting sample, reading the outbox again when the queue left it or the page ran out. */
-  private next(installation: Installation): SampleRow | undefined {
-    if (installation.reread || (installation.queue.length === 0 && installation.more)) {
-      // Samples answered but not yet recorded are still pending there: read past them.
-      const answered = this.unrecorded.get(installation.id);
-      const limit = limits.plannerQueueSamples + (answered?.size ?? 0);
-      const page = this.readPending(installation.id, limit);
-      this.stats.outboxReads += 1;
-      installation.queue = answered ? page.filter((sample) => !answered.has(sample[0] as number)) : page;
-      installation.more = page.length === limit;
-      installation.reread = false;
-    }
-    return installation.queue[0];
+  /** Whether the queue left the outbox (a late or rewritten batch) or its page ran out. */
+  private mustRead(installation: Installation): boolean {
+    return installation.reread || (installation.queue.length === 0 && installation.more);
+  }
+
+  private readOutbox(installation: Installation): void {
+    // Samples answered but not yet recorded are still pending there: read past them.
+    const answered = this.unrecorded.get(installation.id);
+    const limit = limits.plannerQueueSamples + (answered?.size ?? 0);
+    const page = this.readPending(installation.id, limit);
+    this.stats.outboxReads += 1;
+    installation.queue = answered ? page.filter((sample) => !answered.has(sample[0] as number)) : page;
+    installation.more = page.length === limit;
+    installation.reread = false;
   }
 
   /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */

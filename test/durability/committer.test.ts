@@ -4,7 +4,7 @@
  */
 import { Database } from 'bun:sqlite';
 import { afterAll, describe, expect, test } from 'bun:test';
-import { fstatSync, rmSync, statSync } from 'node:fs';
+import { fstatSync, mkdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { Committer, WriteError, type CommitterOptions } from '../../src/db/committer.ts';
 import { commitGroup, type WriteOp } from '../../src/db/group.ts';
@@ -38,11 +38,17 @@ function integrity(path: string): string {
 }
 
 describe('the writer connection', () => {
-  test.each(['full', 'fast'] as const)('DURABILITY=%s runs WAL with synchronous=NORMAL on the writer (FULL syncs apart)', async (durability) => {
+  test.each([
+    ['full', 1],
+    ['fast', 0],
+  ] as const)('DURABILITY=%s runs WAL with synchronous=NORMAL on the writer, and %d syncs of its own per commit', async (durability, syncsPerCommit) => {
     const storage = await openStorage({ databasePath: join(dir, `pragmas-${durability}.db`), durability });
     try {
       expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
       expect(await storage.committer.writerPragma('journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+      await storage.committer.write('insertDevice', device('one'));
+      await storage.committer.write('insertDevice', device('two'));
+      expect(storage.committer.stats).toEqual({ groups: 2, writes: 2, syncs: 2 * syncsPerCommit });
     } finally {
       await storage.close();
     }
@@ -61,11 +67,16 @@ describe('the writer connection', () => {
   });
 });
 
-/** A WAL sync the test finishes by hand: records each call's file and the moment it was made. */
+/** A WAL sync the test finishes by hand; records the file of each call. */
 function heldSyncs() {
-  const calls: { fd: number; finish(error?: Error): void }[] = [];
-  const syncFile: SyncFile = (fd, done) => calls.push({ fd, finish: (error) => done(error ?? null) });
-  return { calls, syncFile };
+  const calls: { fd: number; finished: boolean; finish(error?: Error): void }[] = [];
+  const syncFile: SyncFile = (fd, done) => {
+    const call = { fd, finished: false, finish: (error?: Error) => ((call.finished = true), done(error ?? null)) };
+    calls.push(call);
+  };
+  /** Finishes what is still held, so that a failed test still stops. */
+  const release = () => calls.filter((call) => !call.finished).forEach((call) => call.finish());
+  return { calls, syncFile, release };
 }
 
 /** Waits (polling, a few ms at a time) until `condition` holds. */
@@ -73,12 +84,12 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await Bun.sleep(2);
 }
 
-/** A committer on a fresh database; `durability` full unless said otherwise. */
+/** A committer on a fresh database (at `path`, default `<name>.db`); `durability` full unless said otherwise. */
 async function committerWith(name: string, options: Partial<CommitterOptions> = {}) {
-  const path = join(dir, `${name}.db`);
+  const path = options.path ?? join(dir, `${name}.db`);
   const db = openDatabase(path, 'full');
   migrate(db);
-  const committer = await Committer.start({ path, durability: 'full', ...options });
+  const committer = await Committer.start({ durability: 'full', ...options, path });
   const stop = async () => {
     await committer.close();
     db.close();
@@ -97,21 +108,51 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(`${path}-wal`).ino);
       expect(deviceIds(path)).toEqual(new Set(['first'])); // committed, not yet answered
       const second = committer.write('insertDevice', device('second')).then(() => answered.push('second'));
-      await until(() => deviceIds(path).has('second')); // committed while the first sync still runs
-      await Bun.sleep(20);
+      // The writer answers in order: a pragma sent after the second group comes back once it committed.
+      await new Promise((resolve) => setImmediate(resolve));
+      await committer.writerPragma('synchronous');
+      expect(deviceIds(path)).toEqual(new Set(['first', 'second']));
       expect(answered).toEqual([]);
       syncs.calls[0]!.finish();
       await first;
-      await Bun.sleep(20);
       expect(answered).toEqual(['first']); // the first sync began before the second commit
       expect(syncs.calls.length).toBe(2);
       syncs.calls[1]!.finish();
       await second;
       expect(answered).toEqual(['first', 'second']);
     } finally {
-      for (const call of syncs.calls.slice(2)) call.finish();
+      syncs.release();
       await stop();
     }
+  });
+
+  test('close() waits for a sync still running before it stops the writer', async () => {
+    const syncs = heldSyncs();
+    const { committer, stop } = await committerWith('close-held', { syncFile: syncs.syncFile });
+    const written = committer.write('insertDevice', device('waiting'));
+    await until(() => syncs.calls.length === 1);
+    let closed = false;
+    const closing = committer.close().then(() => (closed = true));
+    await Bun.sleep(20);
+    expect(closed).toBe(false);
+    syncs.calls[0]!.finish();
+    await written;
+    await closing;
+    await stop();
+  });
+
+  test('a symbolic link as the database path: the WAL synced is the one SQLite writes, beside the real file', async () => {
+    const real = join(dir, 'real');
+    mkdirSync(real);
+    symlinkSync(join(real, 'linked.db'), join(dir, 'link.db'));
+    const syncs = heldSyncs();
+    const { committer, stop } = await committerWith('link', { path: join(dir, 'link.db'), syncFile: syncs.syncFile });
+    const written = committer.write('insertDevice', device('through-link'));
+    await until(() => syncs.calls.length === 1);
+    expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(join(real, 'linked.db-wal')).ino);
+    syncs.calls[0]!.finish();
+    await written;
+    await stop();
   });
 
   test('a failed sync fails the writes it covered and every later one, and the writer is reported broken', async () => {
@@ -142,13 +183,13 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
     expect(await committer.writerPragma('synchronous')).toEqual([{ synchronous: 2 }]);
     expect(syncs.calls).toEqual([]);
-    expect(committer.stats).toEqual({ groups: 3, writes: 3 });
+    expect(committer.stats).toEqual({ groups: 3, writes: 3, syncs: 0 });
     await stop();
   });
 
-  /** A committer whose WAL syncs take `syncMs`; one write first, so it knows how long writes and syncs take. */
+  /** A committer whose WAL syncs take `syncMs` (0: at once); one write first, so it knows how long writes and syncs take. */
   async function measuredCommitter(name: string, syncMs: number) {
-    const syncFile: SyncFile = (_fd, done) => setTimeout(() => done(null), syncMs);
+    const syncFile: SyncFile = (_fd, done) => (syncMs === 0 ? done(null) : setTimeout(() => done(null), syncMs));
     const opened = await committerWith(name, { syncFile });
     await opened.committer.write('insertDevice', device(`${name}-first`));
     return opened;
@@ -159,14 +200,14 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   test('a burst whose halves take longer to write than a sync goes as two groups that take turns', async () => {
     const { committer, stop } = await measuredCommitter('halves', 0);
     await burst(committer, 32);
-    expect(committer.stats).toEqual({ groups: 3, writes: 33 });
+    expect(committer.stats).toEqual({ groups: 3, writes: 33, syncs: 3 });
     await stop();
   });
 
   test('a burst written faster than the disk syncs goes as one group, behind one sync', async () => {
     const { committer, stop } = await measuredCommitter('one-group', 300);
     await burst(committer, 32);
-    expect(committer.stats).toEqual({ groups: 2, writes: 33 });
+    expect(committer.stats).toEqual({ groups: 2, writes: 33, syncs: 2 });
     await stop();
   });
 });
