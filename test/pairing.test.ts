@@ -213,13 +213,13 @@ describe('POST /v1/pair/poll', () => {
     expect(deviceRows()).toEqual([]);
   });
 
-  test('unknown ids are expired; a missing id is 400', async () => {
+  test('unknown ids are expired; a missing or empty id is 400', async () => {
     await start();
     expect(await poll(service, 'x'.repeat(43))).toEqual({ status: 200, body: { status: 'expired' } });
-    expect(await answer(await service.request('POST', '/v1/pair/poll', { body: {}, token: null }))).toEqual({
-      status: 400,
-      body: { error: 'pairingId must be a non-empty string' },
-    });
+    const refusal = async (body: object) => answer(await service.request('POST', '/v1/pair/poll', { body, token: null }));
+    expect(await refusal({})).toEqual({ status: 400, body: { error: 'pairingId is required' } });
+    expect(await refusal({ pairingId: '' })).toEqual({ status: 400, body: { error: 'pairingId must be a non-empty string' } });
+    expect(await refusal({ pairingId: 7 })).toEqual({ status: 400, body: { error: 'pairingId must be a non-empty string' } });
   });
 
   test('a request expires after 10 minutes', async () => {

@@ -1,26 +1,25 @@
 /** Validation of the car's pairing requests; messages begin with the offending field. */
-import { badRequest } from '../http/errors.ts';
 import { limits } from '../limits.ts';
-import { uuid } from '../http/validate.ts';
+import { invalid, optional, required, uuid, type JsonObject } from '../http/validate.ts';
 
 export interface StartRequest {
   installationId: string;
   name: string | null;
 }
 
-export function parseStart(body: Record<string, unknown>): StartRequest {
-  const installationId = uuid(body.installationId, 'installationId');
-  const name = body.name ?? null;
-  if (name !== null && !(typeof name === 'string' && isNameLength([...name].length))) {
-    throw badRequest(`name must be a string of 1..${limits.deviceNameMaxChars} characters`);
-  }
-  return { installationId, name };
+export function parseStart(body: JsonObject): StartRequest {
+  return { installationId: uuid(body.installationId, 'installationId'), name: optional(body.name, 'name', deviceName) };
 }
 
-const isNameLength = (chars: number) => chars >= 1 && chars <= limits.deviceNameMaxChars;
+/** 1..64 characters (code points, so an emoji counts once). */
+function deviceName(value: unknown, path: string): string {
+  const chars = typeof value === 'string' ? [...value].length : 0;
+  if (chars < 1 || chars > limits.deviceNameMaxChars) invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
+  return value as string;
+}
 
-export function parsePoll(body: Record<string, unknown>): string {
-  const { pairingId } = body;
-  if (typeof pairingId !== 'string' || pairingId === '') throw badRequest('pairingId must be a non-empty string');
+export function parsePoll(body: JsonObject): string {
+  const pairingId = required(body.pairingId, 'pairingId');
+  if (typeof pairingId !== 'string' || pairingId === '') invalid('pairingId', 'must be a non-empty string');
   return pairingId;
 }
