@@ -8,8 +8,8 @@ import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { newPairingId, newUserCode } from './code.ts';
 
-/** `approving`: the device is being committed; the car still sees `pending`. */
-type PairingState = 'pending' | 'approving' | 'approved' | 'denied';
+/** Where a request stands. `approving`: its device is being committed; the car still sees `pending`. */
+type Standing = { state: 'pending' | 'approving' | 'denied' } | { state: 'approved'; device: PairedDevice };
 
 export interface PairingRequest {
   readonly pairingId: string;
@@ -19,9 +19,8 @@ export interface PairingRequest {
   readonly installationId: string;
   readonly name: string | null;
   readonly expiresAt: number;
-  state: PairingState;
-  /** Set once approved; dropped with the request when the car collects it. */
-  device: PairedDevice | null;
+  /** Replaced as the request moves on; an approved one holds its device until the car collects it. */
+  standing: Standing;
 }
 
 export type PollAnswer =
@@ -60,8 +59,7 @@ export class PairingBook {
       installationId: id,
       name,
       expiresAt: this.now() + limits.pairingTtlMs,
-      state: 'pending',
-      device: null,
+      standing: { state: 'pending' },
     };
     if (replaced) this.forget(replaced);
     this.byId.set(request.pairingId, request);
@@ -81,9 +79,10 @@ export class PairingBook {
       await this.close(request, 'expired');
       return { status: 'expired' };
     }
-    if (request.state === 'denied') return { status: 'denied' };
-    if (request.state !== 'approved' || !request.device) return { status: 'pending' };
-    const { token, id: deviceId, installationId } = request.device;
+    const { standing } = request;
+    if (standing.state === 'denied') return { status: 'denied' };
+    if (standing.state !== 'approved') return { status: 'pending' };
+    const { token, id: deviceId, installationId } = standing.device;
     this.forget(request);
     this.log.info('pairing.collected', { installation: installationId, device: deviceId });
     return { status: 'approved', token, deviceId, installationId };
@@ -99,27 +98,26 @@ export class PairingBook {
    * Applies the owner's decision to a pending request. Approval commits the device before the car can
    * collect its token; a request that went away meanwhile (replaced, expired) takes its device along.
    */
-  async decide(request: PairingRequest, decision: Decision): Promise<PairingState | 'expired'> {
-    if (request.state !== 'pending') return request.state;
+  async decide(request: PairingRequest, decision: Decision): Promise<Standing['state'] | 'expired'> {
+    if (request.standing.state !== 'pending') return request.standing.state;
     if (decision === 'deny') {
-      request.state = 'denied';
+      request.standing = { state: 'denied' };
       this.log.info('pairing.denied', { installation: request.installationId });
       return 'denied';
     }
-    request.state = 'approving';
+    request.standing = { state: 'approving' };
     let device: PairedDevice;
     try {
       device = await this.devices.pair(request.installationId, request.name);
     } catch (error) {
-      request.state = 'pending';
+      request.standing = { state: 'pending' };
       throw error;
     }
     if (this.byId.get(request.pairingId) !== request) {
       await this.revoke(device.id, 'expired');
       return 'expired';
     }
-    request.device = device;
-    request.state = 'approved';
+    request.standing = { state: 'approved', device };
     this.log.info('pairing.approved', { installation: request.installationId, device: device.id });
     return 'approved';
   }
@@ -149,7 +147,7 @@ export class PairingBook {
 
   private async close(request: PairingRequest, reason: 'expired' | 'replaced'): Promise<void> {
     this.forget(request);
-    if (request.device) await this.revoke(request.device.id, reason);
+    if (request.standing.state === 'approved') await this.revoke(request.standing.device.id, reason);
   }
 
   private async revoke(deviceId: string, reason: 'expired' | 'replaced'): Promise<void> {

@@ -66,8 +66,8 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     const code = parseUserCode(input);
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
-    if (pairing.state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
-    const outcome = pairing.state === 'denied' ? 'denied' : 'approved';
+    if (pairing.standing.state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
+    const outcome = pairing.standing.state === 'denied' ? 'denied' : 'approved';
     return pageAnswer(200, <OutcomePage outcome={outcome} request={pairing} before />);
   };
 
@@ -92,7 +92,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     if (decision !== 'approve' && decision !== 'deny') {
       return pageAnswer(400, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Choose Approve or Deny." />);
     }
-    const before = pairing.state !== 'pending';
+    const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
     if (result === 'expired') return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
     if (result === 'approving') {
