@@ -149,12 +149,15 @@ test('samples read from the outbox go to the planner only once everything commit
   const durable = new Promise<void>((resolve) => (markDurable = resolve));
   // The WAL's sync is held: the read below may see commits not on disk yet.
   target.storage.committer.durable = () => durable;
-  seedPending(target, INSTALLATION, samplesAt(T0 + 1, T0 + 2));
-  target.planner.recheck(INSTALLATION);
-  await waitUntil(() => target.planner.stats.outboxReads === 1);
-  await Bun.sleep(50);
-  expect(fake.requests).toHaveLength(0);
-  markDurable();
+  try {
+    seedPending(target, INSTALLATION, samplesAt(T0 + 1, T0 + 2));
+    target.planner.recheck(INSTALLATION);
+    await waitUntil(() => target.planner.stats.outboxReads === 1);
+    await Bun.sleep(50);
+    expect(fake.requests).toHaveLength(0);
+  } finally {
+    markDurable();
+  }
   await target.planner.idle();
   expect(fake.requests).toHaveLength(2);
 });

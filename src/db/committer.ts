@@ -8,7 +8,7 @@ import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { limits } from '../limits.ts';
 import { StorageError } from './open.ts';
-import { smoothed, WalSync, type SyncFile } from './wal-sync.ts';
+import { smoothed, WalClosedError, WalSync, type SyncFile } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /** A write that did not commit; `scope` tells whether its whole group was rolled back. */
@@ -148,7 +148,10 @@ export class Committer {
    * sync still runs; one that acts outside the database on what it read waits for this first.
    */
   durable(): Promise<void> {
-    return this.walSync ? this.synced() : Promise.resolve();
+    if (this.broken) return Promise.reject(this.broken);
+    // Every commit a reader can see is in a group already answered (so synced) or still unanswered.
+    if (!this.walSync || this.unanswered.size === 0) return Promise.resolve();
+    return this.synced();
   }
 
   /** Resolves once every write handed in so far has been answered. */
@@ -215,7 +218,7 @@ export class Committer {
   private synced(): Promise<void> {
     return this.walSync!.durable().catch((error: Error) => {
       // After a failed sync the kernel may have dropped the pages: nothing can be promised any more.
-      this.onCrash(new Error(`writer failed: the WAL's sync failed: ${error.message}`));
+      if (!(error instanceof WalClosedError)) this.onCrash(new Error(`writer failed: the WAL's sync failed: ${error.message}`));
       throw error;
     });
   }

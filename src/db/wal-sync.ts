@@ -13,6 +13,14 @@ import { StorageError } from './open.ts';
 /** Flushes a file's data to the disk; `fdatasync` but for fault drills. */
 export type SyncFile = (fd: number, done: (error: Error | null) => void) => void;
 
+/** The WAL was closed: the committer stopped, nothing failed. */
+export class WalClosedError extends Error {
+  override name = 'WalClosedError';
+  constructor() {
+    super('the WAL is closed');
+  }
+}
+
 interface Waiter {
   resolve(): void;
   reject(error: Error): void;
@@ -24,6 +32,8 @@ export class WalSync {
   private waiting: Waiter[] = [];
   private syncing = false;
   private closed = false;
+  /** The first failed sync: after it the kernel may have dropped pages, so no later sync proves anything. */
+  private failure: Error | null = null;
   /** How long a sync takes, smoothed over the last ones (0 before the first). */
   syncMs = 0;
   syncs = 0;
@@ -43,7 +53,8 @@ export class WalSync {
 
   /** Settles once everything committed so far is on disk; rejects should that sync fail. */
   durable(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('the WAL is closed'));
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.closed) return Promise.reject(new WalClosedError());
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject });
       if (!this.syncing) this.sync();
@@ -64,14 +75,17 @@ export class WalSync {
     const began = performance.now();
     this.syncFile(this.fd, (error) => {
       this.syncing = false;
-      this.syncMs = smoothed(this.syncMs, performance.now() - began);
+      if (error) this.failure ??= error;
+      else this.syncMs = smoothed(this.syncMs, performance.now() - began);
       for (const waiter of covered) {
-        if (error) waiter.reject(error);
+        if (this.failure) waiter.reject(this.failure);
         else waiter.resolve();
       }
       if (this.closed) {
         closeSync(this.fd);
-        for (const waiter of this.waiting.splice(0)) waiter.reject(new Error('the WAL is closed'));
+        for (const waiter of this.waiting.splice(0)) waiter.reject(new WalClosedError());
+      } else if (this.failure) {
+        for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
       } else if (this.waiting.length > 0) this.sync();
     });
   }

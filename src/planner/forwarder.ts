@@ -199,7 +199,7 @@ export class PlannerForwarder implements SampleForwarder {
         if (this.mustRead(installation)) {
           this.readOutbox(installation);
           // The read may have seen commits whose sync still runs: send none of them before it is on disk.
-          await this.options.committer.durable();
+          if (installation.queue.length > 0) await this.options.committer.durable();
           continue;
         }
         const sample = installation.queue[0];
@@ -208,7 +208,7 @@ export class PlannerForwarder implements SampleForwarder {
         installation.queue.shift();
       }
     } finally {
-      // In the same turn as the last empty read: a `stored()` from now on starts a new loop, not a dying one.
+      // In the same turn as the last emptiness check: a `stored()` from now on starts a new loop, not a dying one.
       if (this.installations.get(installation.id) === installation) {
         this.installations.delete(installation.id);
         if (emptied) this.rememberQuiet(installation.id);

@@ -4,14 +4,14 @@
  */
 import { Database } from 'bun:sqlite';
 import { afterAll, describe, expect, test } from 'bun:test';
-import { fstatSync, mkdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { fstatSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Committer, WriteError, type CommitterOptions } from '../../src/db/committer.ts';
 import { commitGroup, type WriteOp } from '../../src/db/group.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { openStorage } from '../../src/db/storage.ts';
-import type { SyncFile } from '../../src/db/wal-sync.ts';
+import { WalSync, type SyncFile } from '../../src/db/wal-sync.ts';
 import { tempDir, INSTALLATION } from '../support.ts';
 
 const dir = tempDir('ev-ingest-committer-');
@@ -129,16 +129,90 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   test('close() waits for a sync still running before it stops the writer', async () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('close-held', { syncFile: syncs.syncFile });
-    const written = committer.write('insertDevice', device('waiting'));
-    await until(() => syncs.calls.length === 1);
-    let closed = false;
-    const closing = committer.close().then(() => (closed = true));
-    await Bun.sleep(20);
-    expect(closed).toBe(false);
+    try {
+      const written = committer.write('insertDevice', device('waiting'));
+      await until(() => syncs.calls.length === 1);
+      let closed = false;
+      const closing = committer.close().then(() => (closed = true));
+      await Bun.sleep(20);
+      expect(closed).toBe(false);
+      syncs.calls[0]!.finish();
+      await written;
+      await closing;
+    } finally {
+      syncs.release();
+      await stop();
+    }
+  });
+
+  test('WalSync closed during a sync keeps its file open until the sync ends, and refuses what waits', async () => {
+    const path = join(dir, 'closing-wal');
+    writeFileSync(path, 'frames');
+    const syncs = heldSyncs();
+    const wal = new WalSync(path, syncs.syncFile);
+    const first = wal.durable();
+    const queued = wal.durable().then(() => 'synced', (error: Error) => error.name);
+    // Whether the sync's descriptor still names the file (once closed, its number may name another).
+    const open = () => {
+      try {
+        return fstatSync(syncs.calls[0]!.fd).ino === statSync(path).ino;
+      } catch {
+        return false;
+      }
+    };
+    wal.close();
+    expect(open()).toBe(true);
     syncs.calls[0]!.finish();
-    await written;
-    await closing;
-    await stop();
+    await first;
+    expect(await queued).toBe('WalClosedError');
+    expect(open()).toBe(false); // closed once the sync ended
+    expect(await wal.durable().then(() => 'synced', (error: Error) => error.name)).toBe('WalClosedError');
+    expect(syncs.calls).toHaveLength(1);
+  });
+
+  test('durable(): at once when every write is answered, else after a sync that began after the call', async () => {
+    const syncs = heldSyncs();
+    const { committer, stop } = await committerWith('durable', { syncFile: syncs.syncFile });
+    try {
+      await committer.durable(); // nothing written: nothing to wait for, no sync
+      expect(syncs.calls).toHaveLength(0);
+      const written = committer.write('insertDevice', device('in-flight'));
+      await until(() => syncs.calls.length === 1); // committed, its sync held
+      let durable = false;
+      const waiting = committer.durable().then(() => (durable = true));
+      syncs.calls[0]!.finish();
+      await written;
+      await Bun.sleep(10);
+      expect(durable).toBe(false); // the first sync began before the call
+      expect(syncs.calls).toHaveLength(2);
+      syncs.calls[1]!.finish();
+      await waiting;
+      await committer.durable(); // all answered again: at once
+      expect(syncs.calls).toHaveLength(2);
+    } finally {
+      syncs.release();
+      await stop();
+    }
+  });
+
+  test('after a failed sync durable() refuses, and no later sync is trusted', async () => {
+    const syncs = heldSyncs();
+    const { committer, stop } = await committerWith('durable-failed', { syncFile: syncs.syncFile });
+    try {
+      const written = committer.write('insertDevice', device('lost')).then(() => 'answered', (error: Error) => error.message);
+      await until(() => syncs.calls.length === 1);
+      const waiting = committer.durable().then(() => 'durable', (error: Error) => error.message);
+      syncs.calls[0]!.finish(new Error('EIO'));
+      expect(await written).toBe("writer failed: the WAL's sync failed: EIO");
+      expect(await waiting).toBe('EIO'); // queued behind the failed sync: refused, not synced again
+      expect(syncs.calls).toHaveLength(1);
+      expect(await committer.durable().then(() => 'durable', (error: Error) => error.message)).toBe(
+        "writer failed: the WAL's sync failed: EIO",
+      );
+    } finally {
+      syncs.release();
+      await stop();
+    }
   });
 
   test('a symbolic link as the database path: the WAL synced is the one SQLite writes, beside the real file', async () => {
@@ -147,12 +221,16 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     symlinkSync(join(real, 'linked.db'), join(dir, 'link.db'));
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('link', { path: join(dir, 'link.db'), syncFile: syncs.syncFile });
-    const written = committer.write('insertDevice', device('through-link'));
-    await until(() => syncs.calls.length === 1);
-    expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(join(real, 'linked.db-wal')).ino);
-    syncs.calls[0]!.finish();
-    await written;
-    await stop();
+    try {
+      const written = committer.write('insertDevice', device('through-link'));
+      await until(() => syncs.calls.length === 1);
+      expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(join(real, 'linked.db-wal')).ino);
+      syncs.calls[0]!.finish();
+      await written;
+    } finally {
+      syncs.release();
+      await stop();
+    }
   });
 
   test('a failed sync fails the writes it covered and every later one, and the writer is reported broken', async () => {
@@ -205,7 +283,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   });
 
   test('a burst written faster than the disk syncs goes as one group, behind one sync', async () => {
-    const { committer, stop } = await measuredCommitter('one-group', 300);
+    const { committer, stop } = await measuredCommitter('one-group', 1000);
     await burst(committer, 32);
     expect(committer.stats).toEqual({ groups: 2, writes: 33, syncs: 2 });
     await stop();
