@@ -97,11 +97,27 @@ async function committerWith(name: string, options: Partial<CommitterOptions> = 
   return { path, committer, stop };
 }
 
+type HeldSyncs = ReturnType<typeof heldSyncs>;
+
+/** Runs `test` on a committer whose WAL syncs the test finishes by hand; stops it whatever happens. */
+async function withHeldSyncs(
+  name: string,
+  options: Partial<CommitterOptions>,
+  test: (opened: { path: string; committer: Committer; syncs: HeldSyncs }) => Promise<void>,
+): Promise<void> {
+  const syncs = heldSyncs();
+  const { path, committer, stop } = await committerWith(name, { ...options, syncFile: syncs.syncFile });
+  try {
+    await test({ path, committer, syncs });
+  } finally {
+    syncs.release();
+    await stop();
+  }
+}
+
 describe('FULL durability: the WAL synced apart from the writer', () => {
   test('a write is answered only once a sync of the WAL that began after its commit has finished', async () => {
-    const syncs = heldSyncs();
-    const { path, committer, stop } = await committerWith('held-sync', { syncFile: syncs.syncFile });
-    try {
+    await withHeldSyncs('held-sync', {}, async ({ path, committer, syncs }) => {
       const answered: string[] = [];
       const first = committer.write('insertDevice', device('first')).then(() => answered.push('first'));
       await until(() => syncs.calls.length === 1);
@@ -120,16 +136,11 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       syncs.calls[1]!.finish();
       await second;
       expect(answered).toEqual(['first', 'second']);
-    } finally {
-      syncs.release();
-      await stop();
-    }
+    });
   });
 
   test('close() waits for a sync still running before it stops the writer', async () => {
-    const syncs = heldSyncs();
-    const { committer, stop } = await committerWith('close-held', { syncFile: syncs.syncFile });
-    try {
+    await withHeldSyncs('close-held', {}, async ({ committer, syncs }) => {
       const written = committer.write('insertDevice', device('waiting'));
       await until(() => syncs.calls.length === 1);
       let closed = false;
@@ -139,10 +150,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       syncs.calls[0]!.finish();
       await written;
       await closing;
-    } finally {
-      syncs.release();
-      await stop();
-    }
+    });
   });
 
   test('WalSync closed during a sync keeps its file open until the sync ends, and refuses what waits', async () => {
@@ -171,9 +179,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   });
 
   test('durable(): at once when every write is answered, else after a sync that began after the call', async () => {
-    const syncs = heldSyncs();
-    const { committer, stop } = await committerWith('durable', { syncFile: syncs.syncFile });
-    try {
+    await withHeldSyncs('durable', {}, async ({ committer, syncs }) => {
       await committer.durable(); // nothing written: nothing to wait for, no sync
       expect(syncs.calls).toHaveLength(0);
       const written = committer.write('insertDevice', device('in-flight'));
@@ -189,16 +195,11 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       await waiting;
       await committer.durable(); // all answered again: at once
       expect(syncs.calls).toHaveLength(2);
-    } finally {
-      syncs.release();
-      await stop();
-    }
+    });
   });
 
   test('after a failed sync durable() refuses, and no later sync is trusted', async () => {
-    const syncs = heldSyncs();
-    const { committer, stop } = await committerWith('durable-failed', { syncFile: syncs.syncFile });
-    try {
+    await withHeldSyncs('durable-failed', {}, async ({ committer, syncs }) => {
       const written = committer.write('insertDevice', device('lost')).then(() => 'answered', (error: Error) => error.message);
       await until(() => syncs.calls.length === 1);
       const waiting = committer.durable().then(() => 'durable', (error: Error) => error.message);
@@ -209,28 +210,20 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       expect(await committer.durable().then(() => 'durable', (error: Error) => error.message)).toBe(
         "writer failed: the WAL's sync failed: EIO",
       );
-    } finally {
-      syncs.release();
-      await stop();
-    }
+    });
   });
 
   test('a symbolic link as the database path: the WAL synced is the one SQLite writes, beside the real file', async () => {
     const real = join(dir, 'real');
     mkdirSync(real);
     symlinkSync(join(real, 'linked.db'), join(dir, 'link.db'));
-    const syncs = heldSyncs();
-    const { committer, stop } = await committerWith('link', { path: join(dir, 'link.db'), syncFile: syncs.syncFile });
-    try {
+    await withHeldSyncs('link', { path: join(dir, 'link.db') }, async ({ committer, syncs }) => {
       const written = committer.write('insertDevice', device('through-link'));
       await until(() => syncs.calls.length === 1);
       expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(join(real, 'linked.db-wal')).ino);
       syncs.calls[0]!.finish();
       await written;
-    } finally {
-      syncs.release();
-      await stop();
-    }
+    });
   });
 
   test('a failed sync fails the writes it covered and every later one, and the writer is reported broken', async () => {
