@@ -19,12 +19,9 @@ export interface PlannerConfig {
   tokens: ReadonlyMap<string, string>;
 }
 
-export interface StorageConfig {
+export interface Config {
   databasePath: string;
   durability: Durability;
-}
-
-export interface Config extends StorageConfig {
   logLevel: LogLevel;
   /** Writes per group transaction at most (EV_INGEST_BENCH_GROUP_WRITES): a benchmark's switch, unset in service. */
   maxGroupWrites?: number;
@@ -108,12 +105,9 @@ function unquote(value: string): string {
   return value.replace(/\s+#.*$/, '');
 }
 
-/** What the command-line tools need: the database only, so no server setting can stop them. */
-export function storageConfig(env: Env): StorageConfig {
-  return {
-    databasePath: nonEmpty(env.DATABASE_PATH) ?? DEFAULT_DATABASE_PATH,
-    durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
-  };
+/** Where the database is: all the command-line tools read, so no server setting can stop them. */
+export function databasePath(env: Env): string {
+  return nonEmpty(env.DATABASE_PATH) ?? DEFAULT_DATABASE_PATH;
 }
 
 /** Only the durability benchmark sets it (1: one transaction per request, its baseline). */
@@ -129,7 +123,8 @@ function benchGroupWrites(value: string | undefined): number | undefined {
 /** Everything the server needs, checked. */
 export function serveConfig(env: Env): Config {
   return {
-    ...storageConfig(env),
+    databasePath: databasePath(env),
+    durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
     ingestToken: ingestToken(env.INGEST_TOKEN),

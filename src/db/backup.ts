@@ -6,7 +6,7 @@
 import { Database } from 'bun:sqlite';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { commandStorage, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { limits } from '../limits.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
@@ -19,7 +19,7 @@ export async function backupCommand(
   if (args.length !== 1 || args[0] === '') {
     return usage(err, BACKUP_USAGE);
   }
-  const { databasePath } = commandStorage();
+  const databasePath = commandDatabasePath();
   try {
     const bytes = backupDatabase(databasePath, args[0]!);
     out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);

@@ -4,7 +4,7 @@
  * within a second (DeviceRegistry.watch).
  */
 import { existsSync } from 'node:fs';
-import { commandStorage, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { openStorage, type Storage } from '../db/storage.ts';
 import { listDevices } from './store.ts';
 import { deviceView, type DeviceView } from './view.ts';
@@ -22,12 +22,13 @@ export async function devicesCommand(
   if (!valid) {
     return usage(err, DEVICES_USAGE);
   }
-  const { databasePath, durability } = commandStorage();
+  const databasePath = commandDatabasePath();
   if (!existsSync(databasePath)) {
     err(`ev-ingest: no database at ${databasePath} (set DATABASE_PATH)\n`);
     return 1;
   }
-  const storage = await openStorage({ databasePath, durability });
+  // A revocation is rare and must hold: always FULL, whatever the server's DURABILITY.
+  const storage = await openStorage({ databasePath, durability: 'full' });
   try {
     return action === 'list' ? list(storage, out) : await revoke(storage, id!, out, err);
   } finally {
