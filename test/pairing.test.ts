@@ -373,6 +373,23 @@ describe('approval lockout', () => {
     expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
   });
 
+  test('a form still arriving when the lock begins is refused as locked, before its code is looked at', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    let finish = () => {};
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('code=BBBB-BBBB&password=x'));
+        finish = () => controller.close();
+      },
+    });
+    const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+    const arriving = service.app.handle(new Request('http://localhost/pair', { method: 'POST', body, headers, duplex: 'half' } as RequestInit));
+    for (let i = 0; i < 5; i += 1) expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
+    finish();
+    expect((await arriving).status).toBe(429); // not 404 for the unknown code
+  });
+
   test('Deny needs the right password too', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);

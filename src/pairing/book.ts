@@ -98,7 +98,7 @@ export class PairingBook {
    * Applies the owner's decision to a pending request. Approval commits the device before the car can
    * collect its token; a request that went away meanwhile (replaced, expired) takes its device along.
    */
-  async decide(request: PairingRequest, decision: Decision): Promise<Standing['state'] | 'expired'> {
+  async decide(request: PairingRequest, decision: Decision): Promise<Exclude<Standing['state'], 'pending'> | 'expired'> {
     if (request.standing.state !== 'pending') return request.standing.state;
     if (decision === 'deny') {
       request.standing = { state: 'denied' };

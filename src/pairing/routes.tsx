@@ -66,22 +66,25 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     const code = parseUserCode(input);
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
-    if (pairing.standing.state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
-    const outcome = pairing.standing.state === 'denied' ? 'denied' : 'approved';
-    return pageAnswer(200, <OutcomePage outcome={outcome} request={pairing} before />);
+    const { state } = pairing.standing;
+    if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
+    if (state === 'approving') return beingApprovedPage();
+    return pageAnswer(200, <OutcomePage outcome={state} request={pairing} before />);
   };
 
-  // Checked in the contract's order: the lock, the code, the password, then the decision.
+  // Checked in the contract's order: the lock, the code, the password, then the decision. The lock is
+  // checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
     const locked = lockedPage(lock);
     if (locked) return locked;
     const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, pairingBody)));
+    const lockedMeanwhile = lockedPage(lock);
+    if (lockedMeanwhile) return lockedMeanwhile;
     const code = parseUserCode(form.get('code'));
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
-    const password = lock.check(form.get('password') ?? '');
-    if (password === 'locked') return lockedPage(lock)!; // the lock began while this form was arriving
-    if (password === 'wrong') {
+    // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
+    if (lock.check(form.get('password') ?? '') !== 'right') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
       const nowLocked = lock.retryAfterSeconds();
       return nowLocked > 0
@@ -95,11 +98,8 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
     if (result === 'expired') return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
-    if (result === 'approving') {
-      // Another approval of this request is being saved: its outcome is not known yet.
-      return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Reload this page in a moment." />);
-    }
-    return pageAnswer(200, <OutcomePage outcome={result === 'denied' ? 'denied' : 'approved'} request={pairing} before={before} />);
+    if (result === 'approving') return beingApprovedPage();
+    return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
 
   return new Elysia({ name: 'pairing' })
@@ -129,6 +129,11 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
 
 async function notAllowed(): Promise<PageAnswer> {
   return pageAnswer(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
+}
+
+/** Another approval of this request is being saved: its outcome is not known yet. */
+function beingApprovedPage(): PageAnswer {
+  return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Reload this page in a moment." />);
 }
 
 function lockedPage(lock: ApprovalLock): PageAnswer | null {
