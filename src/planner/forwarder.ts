@@ -209,10 +209,8 @@ export class PlannerForwarder implements SampleForwarder {
       }
     } finally {
       // In the same turn as the last emptiness check: a `stored()` from now on starts a new loop, not a dying one.
-      if (this.installations.get(installation.id) === installation) {
-        this.installations.delete(installation.id);
-        if (emptied) this.rememberQuiet(installation.id);
-      }
+      this.installations.delete(installation.id);
+      if (emptied) this.rememberQuiet(installation.id);
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import { badRequest } from '../http/errors.ts';
 import { limits } from '../limits.ts';
-import { required, uuid } from '../http/validate.ts';
+import { array, uuid } from '../http/validate.ts';
 import { sampleFieldNames, sampleFields, UTC_MAX_AHEAD_S, UTC_MIN, type SampleField } from './fields.ts';
 
 /** A usable sample as stored: `utc`, then every field of the table in its order (null when absent). */
@@ -30,9 +30,8 @@ const fieldColumns = new Map<string, { column: number; field: SampleField }>(
 /** Checks a batch at server time `nowMs`: a 400 for the batch itself, dropped values otherwise. */
 export function validateBatch(body: Record<string, unknown>, nowMs: number): Batch {
   const installationId = uuid(body.installationId, 'installationId');
-  const samples = required(body.samples, 'samples');
+  const samples = array(body.samples, 'samples', Number.POSITIVE_INFINITY); // the body cap bounds it
   const plannerSentUtc = body.plannerSentUtc ?? 0;
-  if (!Array.isArray(samples)) throw badRequest('samples must be an array');
   if (!Number.isSafeInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) {
     throw badRequest('plannerSentUtc must be a non-negative integer');
   }
