@@ -9,7 +9,7 @@
  * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (rotating runs of each side per
  * batch size, default 2), BENCH_RSS_SAMPLES (samples stored before reading RSS, default 5000000),
  * BENCH_RSS_MAX_SECONDS (time allowed for filling up to that, default 240), DURABILITY (of the
- * service, default full). Raw figures go to bench/results/telemetry-<time>.json.
+ * service and the durable baseline, default full). Raw figures go to bench/results/telemetry-<time>.json.
  */
 import { Database } from 'bun:sqlite';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
