@@ -71,7 +71,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
 }
 
 /** Stops the features' background work, then commits what is queued and closes the database. */
-async function closeService(service: Service, storage: Storage): Promise<void> {
+export async function closeService(service: Service, storage: Storage): Promise<void> {
   await service.stop();
   await storage.close();
 }

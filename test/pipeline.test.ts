@@ -4,13 +4,17 @@ import { assertMayUse } from '../src/http/auth.ts';
 import { ingestBody, readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, ingestRoute, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
-import { listen } from '../src/server.ts';
+import { ConfigError } from '../src/config.ts';
+import { createMemoryLogger } from '../src/log.ts';
+import { listen, serve } from '../src/server.ts';
 import {
   answer,
   INSTALLATION,
   OTHER_INSTALLATION,
   OWNER_TOKEN,
   startTestService,
+  tempDir,
+  testConfig,
   type TestService,
 } from './support.ts';
 import { upload } from './upload.ts';
@@ -185,4 +189,19 @@ test('an unexpected failure is 500 "internal server error", its detail only in t
   const response = await service.request('POST', '/test/boom');
   expect(await answer(response)).toEqual({ status: 500, body: { error: 'internal server error' } });
   expect(service.log.lines.some((line) => line.includes('disk on fire at /secret/path'))).toBe(true);
+});
+
+test('a port already in use refuses the start with one message naming the address', async () => {
+  const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
+  try {
+    const config = testConfig(tempDir(), { host: '127.0.0.1', port: taken.port });
+    const refused = await serve(config, createMemoryLogger()).then(
+      (running) => (running.stop(), 'started'),
+      (error: Error) => error,
+    );
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as Error).message).toStartWith(`cannot listen on 127.0.0.1:${taken.port}: `);
+  } finally {
+    taken.stop(true);
+  }
 });

@@ -6,6 +6,7 @@ import { createApp } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
+import { closeService } from '../src/server.ts';
 import type { PlannerTimers } from '../src/planner/forwarder.ts';
 import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
 
@@ -69,8 +70,7 @@ export async function startTestService(
     async close() {
       if (closed) return;
       closed = true;
-      await service.stop();
-      await storage.close();
+      await closeService(service, storage);
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
