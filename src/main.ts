@@ -57,7 +57,6 @@ async function runServer(): Promise<number> {
       () => process.exit(code),
       (error: Error) => {
         log.error('stop.failed', { reason: error.message });
-        log.flush();
         process.exit(1);
       },
     );

@@ -14,7 +14,7 @@ export function invalid(path: string, problem: string): never {
 }
 
 /** `null` for an optional field means the field is absent (the contract's convention). */
-export function isAbsent(value: unknown): value is null | undefined {
+function isAbsent(value: unknown): value is null | undefined {
   return value === undefined || value === null;
 }
 
