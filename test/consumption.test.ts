@@ -1,4 +1,7 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
+import type { Database } from 'bun:sqlite';
+import { Consumption } from '../src/consumption/history.ts';
+import { limits } from '../src/limits.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
@@ -341,4 +344,28 @@ describe('sums do not drift', () => {
     }
     expect(lifetime).toEqual(records[0]!.lifetime);
   });
+});
+
+test('the history cache keeps the installations read most recently: a read saves an answer from eviction', () => {
+  let queries = 0;
+  // The service's connection, counting the queries: a history read from the cache runs none.
+  const db = new Proxy(service.storage.db, {
+    get(target, property) {
+      const value = Reflect.get(target, property);
+      if (property === 'query') queries += 1;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as Database;
+  const history = new Consumption(db, service.storage.committer);
+  const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+  const readsDatabase = (n: number) => {
+    const before = queries;
+    history.historyJson(id(n));
+    return queries > before;
+  };
+  for (let n = 0; n < limits.historyCachedInstallations; n += 1) expect(readsDatabase(n)).toBe(true);
+  expect(readsDatabase(0)).toBe(false); // cached, and now the most recently read
+  expect(readsDatabase(limits.historyCachedInstallations)).toBe(true); // one more: the least recently read goes
+  expect(readsDatabase(0)).toBe(false);
+  expect(readsDatabase(1)).toBe(true); // evicted, though cached after 0
 });

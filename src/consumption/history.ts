@@ -23,7 +23,7 @@ interface History {
 }
 
 export class Consumption {
-  /** Serialized answers by installation; insertion order is the eviction order. */
+  /** Serialized answers by installation, the least recently read first: the order of eviction. */
   private readonly answers = new Map<string, string>();
 
   constructor(
