@@ -454,6 +454,22 @@ describe('through POST /v1/telemetry', () => {
     expect(states(target, INSTALLATION).every(([, state]) => state === PlannerState.sent)).toBe(true);
   });
 
+  test('installations seen with an empty outbox are remembered up to the limit; the oldest forgotten is read again', async () => {
+    const target = await service(forwarding(planner()));
+    const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const count = limits.plannerQuietInstallations + 1;
+    for (let n = 0; n < count; n += 1) target.planner.recheck(id(n)); // each reads its (empty) outbox once
+    await target.planner.idle();
+    expect(target.planner.stats.outboxReads).toBe(count);
+    const nothingNew = { added: [], rewritten: false };
+    target.planner.stored(id(count - 1), nothingNew); // remembered empty: no read
+    await target.planner.idle();
+    expect(target.planner.stats.outboxReads).toBe(count);
+    target.planner.stored(id(0), nothingNew); // the first remembered, forgotten past the limit: read again
+    await target.planner.idle();
+    expect(target.planner.stats.outboxReads).toBe(count + 1);
+  });
+
   test('a late batch that arrives while newer samples wait is read back from the outbox and sent oldest first', async () => {
     const fake = planner(() => ({ delayMs: 100 }));
     const target = await service(forwarding(fake));
