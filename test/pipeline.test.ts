@@ -205,3 +205,16 @@ test('a port already in use refuses the start with one message naming the addres
     taken.stop(true);
   }
 });
+
+test("a writer that dies settles the server's fatal promise and logs writer.failed (main then stops with exit 1)", async () => {
+  const log = createMemoryLogger();
+  const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
+  try {
+    // The writer thread ends without an error, as when it is killed.
+    (running.service.devices as unknown as { committer: { worker: Worker } }).committer.worker.terminate();
+    expect((await running.fatal).message).toBe('writer exited');
+    expect(log.lines.filter((line) => line.includes('error writer.failed'))).toEqual([expect.stringContaining('reason="writer exited"')]);
+  } finally {
+    await running.stop();
+  }
+});
