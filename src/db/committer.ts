@@ -50,12 +50,12 @@ export interface CommitterStats {
 
 export class Committer {
   private queue: Pending[] = [];
-  /** The group the writer is running; the next waits for it to commit, not for its sync. */
-  private atWriter: Pending[] | null = null;
-  /** Groups handed to the writer and not answered yet: the one at the writer and those syncing. */
+  /** Groups handed to the writer and not committed yet, oldest first: the one it runs, perhaps one behind. */
+  private atWriter: Pending[][] = [];
+  /** Groups handed to the writer and not answered yet: those at the writer and those syncing. */
   private unanswered = new Set<Pending[]>();
-  /** When the group at the writer was sent, and how long a write has taken there (smoothed). */
-  private sentAt = 0;
+  /** When the writer began the oldest group at it, and how long a write has taken there (smoothed). */
+  private startedAt = 0;
   private writeMs = 0;
   private pumpScheduled = false;
   private closing: Promise<void> | null = null;
@@ -177,12 +177,26 @@ export class Committer {
   }
 
   private pump(): void {
-    if (this.atWriter || this.queue.length === 0 || this.broken) return;
+    if (this.queue.length === 0 || this.broken || !this.writerTakes()) return;
     const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
-    this.atWriter = group;
+    if (this.atWriter.length === 0) this.startedAt = performance.now();
+    this.atWriter.push(group);
     this.unanswered.add(group);
-    this.sentAt = performance.now();
     post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
+  }
+
+  /**
+   * An idle writer takes what is queued. A busy one takes the next group early, to start on it the
+   * moment it commits instead of idling while the commit's message comes here and the group goes
+   * there (~0.3 ms, a quarter of a 16-write group of 10-sample batches): once that group is as
+   * large as the one it runs and the writer sets the pace (writing takes at least a sync). Quick
+   * writes gain nothing by it and would go in more, smaller groups.
+   */
+  private writerTakes(): boolean {
+    const [running, ...waiting] = this.atWriter;
+    if (!running) return true;
+    const pace = this.walSync ? this.walSync.syncMs : 0;
+    return waiting.length === 0 && this.queue.length >= running.length && running.length * this.writeMs >= pace;
   }
 
   /**
@@ -203,10 +217,11 @@ export class Committer {
   }
 
   private onCommitted(outcomes: Outcome[]): void {
-    const group = this.atWriter;
+    const group = this.atWriter.shift();
     if (!group) return; // the committer broke meanwhile and answered it
-    this.atWriter = null;
-    this.writeMs = smoothed(this.writeMs, (performance.now() - this.sentAt) / group.length);
+    const now = performance.now();
+    this.writeMs = smoothed(this.writeMs, (now - this.startedAt) / group.length);
+    this.startedAt = now; // the group waiting behind it, if any, runs from now
     this.pump();
     if (!this.walSync) return this.answer(group, outcomes);
     this.synced().then(
@@ -248,7 +263,7 @@ export class Committer {
     this.onBroken(error);
     const lost = [...[...this.unanswered].flat(), ...this.queue, ...this.pragmaWaiters.splice(0)];
     this.unanswered.clear();
-    this.atWriter = null;
+    this.atWriter = [];
     this.queue = [];
     for (const pending of lost) pending.reject(error);
     this.notifyIfIdle();

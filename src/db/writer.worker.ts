@@ -1,8 +1,8 @@
 /**
  * The writer: a Worker owning the only write connection, so that SQLite never blocks the request
- * thread. It runs one group at a time; the main thread gathers the next meanwhile and, with FULL
- * durability, syncs the last one's commit (wal-sync.ts), so the writer waits for the disk only
- * during checkpoints.
+ * thread. It runs one group at a time, in the order they come (the next may wait in its queue); the
+ * main thread gathers the next meanwhile and, with FULL durability, syncs the last one's commit
+ * (wal-sync.ts), so the writer waits for the disk only during checkpoints.
  */
 import type { Database } from 'bun:sqlite';
 import { commitGroup } from './group.ts';

@@ -115,6 +115,38 @@ async function withHeldSyncs(
   }
 }
 
+/**
+ * Hands in writes tick by tick (`ticks`: the ids of each tick) while another connection holds the
+ * write lock, so the writer waits in BEGIN with the first group; answers the ordinal of the group
+ * that answered each write.
+ */
+async function groupsBehindABusyWriter(path: string, committer: Committer, ticks: string[][]): Promise<Record<string, number>> {
+  const holder = new Database(path);
+  holder.run('BEGIN IMMEDIATE');
+  const groupOf: Record<string, number> = {};
+  const writes: Promise<unknown>[] = [];
+  const before = committer.stats.groups;
+  try {
+    for (const ids of ticks) {
+      for (const id of ids) writes.push(committer.write('insertDevice', device(id)).then(() => (groupOf[id] = committer.stats.groups - before)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    holder.run('COMMIT');
+    holder.close();
+  }
+  await Promise.all(writes);
+  return groupOf;
+}
+
+/** A committer whose WAL syncs take `syncMs` (0: at once); one write first, so it knows how long writes and syncs take. */
+async function measuredCommitter(name: string, syncMs: number) {
+  const syncFile: SyncFile = (_fd, done) => (syncMs === 0 ? done(null) : setTimeout(() => done(null), syncMs));
+  const opened = await committerWith(name, { syncFile });
+  await opened.committer.write('insertDevice', device(`${name}-first`));
+  return opened;
+}
+
 describe('FULL durability: the WAL synced apart from the writer', () => {
   test('a write is answered only once a sync of the WAL that began after its commit has finished', async () => {
     await withHeldSyncs('held-sync', {}, async ({ path, committer, syncs }) => {
@@ -258,13 +290,6 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await stop();
   });
 
-  /** A committer whose WAL syncs take `syncMs` (0: at once); one write first, so it knows how long writes and syncs take. */
-  async function measuredCommitter(name: string, syncMs: number) {
-    const syncFile: SyncFile = (_fd, done) => (syncMs === 0 ? done(null) : setTimeout(() => done(null), syncMs));
-    const opened = await committerWith(name, { syncFile });
-    await opened.committer.write('insertDevice', device(`${name}-first`));
-    return opened;
-  }
   const burst = (committer: Committer, count: number) =>
     Promise.all(Array.from({ length: count }, (_, n) => committer.write('insertDevice', device(`burst-${n}`))));
 
@@ -279,6 +304,24 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     const { committer, stop } = await measuredCommitter('one-group', 1000);
     await burst(committer, 32);
     expect(committer.stats).toEqual({ groups: 2, writes: 33, syncs: 2 });
+    await stop();
+  });
+});
+
+describe('the next group', () => {
+  test('goes to the busy writer once as large as the group it runs (here without syncs: fast durability)', async () => {
+    const { path, committer, stop } = await committerWith('next-group', { durability: 'fast' });
+    // a1 and a2 to the idle writer; b1 alone is smaller, so it gathers; with b2 it is as large and goes;
+    // c1 gathers, as the writer holds two groups already.
+    const groups = await groupsBehindABusyWriter(path, committer, [['a1', 'a2'], ['b1'], ['b2'], ['c1']]);
+    expect(groups).toEqual({ a1: 1, a2: 1, b1: 2, b2: 2, c1: 3 });
+    await stop();
+  });
+
+  test('gathers until the group at the writer commits when writes are quicker than a sync', async () => {
+    const { path, committer, stop } = await measuredCommitter('gathering', 300);
+    const groups = await groupsBehindABusyWriter(path, committer, [['a1', 'a2'], ['b1'], ['b2'], ['c1']]);
+    expect(groups).toEqual({ a1: 1, a2: 1, b1: 2, b2: 2, c1: 2 });
     await stop();
   });
 });
