@@ -4,7 +4,9 @@ import { tokenHash } from '../src/devices/token.ts';
 import type { DeviceRegistry, PairedDevice } from '../src/devices/registry.ts';
 import { approvalUrl } from '../src/pairing/approval-url.ts';
 import { PairingBook } from '../src/pairing/book.ts';
-import { USER_CODE_ALPHABET } from '../src/pairing/code.ts';
+import { displayUserCode, USER_CODE_ALPHABET } from '../src/pairing/code.ts';
+import { ApprovalLock } from '../src/pairing/lock.ts';
+import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
@@ -270,29 +272,30 @@ describe('POST /v1/pair/poll', () => {
   });
 });
 
+const styleHash = (html: string) =>
+  createHash('sha256').update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!).digest('base64');
+
+/** Checks an answer is a script-free page with the strict headers; answers its HTML. */
+async function expectPage(response: Response, status: number) {
+  expect(response.status).toBe(status);
+  const html = await response.text();
+  expect(html.startsWith('<!doctype html>')).toBe(true);
+  expect(html).not.toMatch(/<script|\son\w+=/i);
+  expect(Object.fromEntries(
+    ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
+      .map((name) => [name, response.headers.get(name)]),
+  )).toEqual({
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  });
+  return html;
+}
+
 describe('the /pair page', () => {
-  const styleHash = (html: string) =>
-    createHash('sha256').update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!).digest('base64');
-
-  async function expectPage(response: Response, status: number) {
-    expect(response.status).toBe(status);
-    const html = await response.text();
-    expect(html.startsWith('<!doctype html>')).toBe(true);
-    expect(html).not.toMatch(/<script|\son\w+=/i);
-    expect(Object.fromEntries(
-      ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
-        .map((name) => [name, response.headers.get(name)]),
-    )).toEqual({
-      'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-      'x-frame-options': 'DENY',
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
-      'cache-control': 'no-store',
-    });
-    return html;
-  }
-
   test('every answer is a page with the strict headers', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION, 'MG4');
@@ -464,5 +467,23 @@ describe('an approval still being saved', () => {
     expect(await deciding).toBe('expired');
     expect(revoked).toEqual(['device-1']);
     expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
+  });
+
+  test('the /pair page shows "Being approved" to a look and to a second decision meanwhile, then the outcome', async () => {
+    const { registry, commit } = slowRegistry();
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, log: createMemoryLogger() });
+    const request = await book.start(INSTALLATION, 'MG4');
+    const code = displayUserCode(request.userCode);
+    const look = () => routes.handle(new Request(`http://localhost/pair?code=${code}`));
+    const form = new URLSearchParams({ code, password: PASSWORD, decision: 'approve' });
+    const post = () => routes.handle(new Request('http://localhost/pair', { method: 'POST', body: form }));
+    const deciding = book.decide(request, 'approve');
+    expect(await expectPage(await look(), 200)).toContain('<h1>Being approved</h1>');
+    expect(await expectPage(await post(), 200)).toContain('<h1>Being approved</h1>');
+    commit();
+    expect(await deciding).toBe('approved');
+    expect(await expectPage(await look(), 200)).toContain('<h1>Car approved</h1>');
   });
 });
