@@ -54,7 +54,10 @@ export class Committer {
   private atWriter: Pending[][] = [];
   /** Groups handed to the writer and not answered yet: those at the writer and those syncing. */
   private unanswered = new Set<Pending[]>();
-  /** When the writer began the oldest group at it, and how long a write has taken there (smoothed). */
+  /**
+   * When the oldest group at the writer was sent to it, or, if it waited there, when the group before
+   * it committed; and how long a write has taken at the writer (smoothed).
+   */
   private startedAt = 0;
   private writeMs = 0;
   private pumpScheduled = false;
@@ -126,8 +129,8 @@ export class Committer {
   }
 
   /**
-   * Fault seam: runs `PRAGMA <pragma>` on the writer's own connection, after the group at the writer
-   * (perhaps before its answer, which may wait for a sync).
+   * Fault seam: runs `PRAGMA <pragma>` on the writer's own connection, after the groups already handed
+   * to the writer (perhaps before their answers, which may wait for a sync).
    * For tests and fault drills only (checking `synchronous`, filling the disk with `max_page_count`).
    */
   writerPragma(pragma: string): Promise<unknown[]> {
@@ -177,37 +180,37 @@ export class Committer {
   }
 
   private pump(): void {
-    if (this.queue.length === 0 || this.broken || !this.writerTakes()) return;
-    const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
-    if (this.atWriter.length === 0) this.startedAt = performance.now();
-    this.atWriter.push(group);
-    this.unanswered.add(group);
-    post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
+    while (this.queue.length > 0 && !this.broken && this.writerTakes()) {
+      const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
+      if (this.atWriter.length === 0) this.startedAt = performance.now();
+      this.atWriter.push(group);
+      this.unanswered.add(group);
+      post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
+    }
   }
 
   /**
-   * An idle writer takes what is queued. A busy one takes the next group early, to start on it the
-   * moment it commits instead of idling while the commit's message comes here and the group goes
-   * there (~0.3 ms, a quarter of a 16-write group of 10-sample batches): once that group is as
-   * large as the one it runs and the writer sets the pace (writing takes at least a sync). Quick
-   * writes gain nothing by it and would go in more, smaller groups.
+   * An idle writer takes a group at once. A busy one takes the next early, so that it starts on it
+   * the moment it commits instead of idling while messages cross between the threads: once the next
+   * is as large as the group it runs and writing sets the pace (a group takes at least a sync to
+   * write). Quicker writes gain nothing by it and would only go in more, smaller groups.
    */
   private writerTakes(): boolean {
-    const [running, ...waiting] = this.atWriter;
-    if (!running) return true;
-    const pace = this.walSync ? this.walSync.syncMs : 0;
-    return waiting.length === 0 && this.queue.length >= running.length && running.length * this.writeMs >= pace;
+    if (this.atWriter.length === 0) return true;
+    if (this.atWriter.length > 1) return false;
+    const running = this.atWriter[0]!.length;
+    return this.queue.length >= running && running * this.writeMs >= (this.walSync?.syncMs ?? 0);
   }
 
   /**
-   * A burst reaching an idle writer goes in two halves, the second once the first committed, when
-   * writing half of it takes at least as long as a sync: the halves then take turns, one written while
-   * the other syncs. Writes quicker than that are cheaper all in one group, behind one sync. Both
-   * times are measured as the service runs; until they are, bursts are split.
+   * A burst reaching an idle writer goes in two halves when writing half of it takes at least as long
+   * as a sync: the halves then take turns, one written while the other syncs (the second, not the
+   * smaller, waits at the writer). Writes quicker than that are cheaper all in one group, behind one
+   * sync. Both times are measured as the service runs; until they are, bursts are split.
    */
   private nextGroupSize(): number {
     if (!this.walSync || this.unanswered.size > 0 || this.queue.length < 2) return this.queue.length;
-    const half = Math.ceil(this.queue.length / 2);
+    const half = Math.floor(this.queue.length / 2);
     return half * this.writeMs >= this.walSync.syncMs ? half : this.queue.length;
   }
 

@@ -70,12 +70,17 @@ describe('the writer connection', () => {
 /** A WAL sync the test finishes by hand; records the file of each call. */
 function heldSyncs() {
   const calls: { fd: number; finished: boolean; finish(error?: Error): void }[] = [];
+  let released = false;
   const syncFile: SyncFile = (fd, done) => {
     const call = { fd, finished: false, finish: (error?: Error) => ((call.finished = true), done(error ?? null)) };
     calls.push(call);
+    if (released) call.finish();
   };
-  /** Finishes what is still held, so that a failed test still stops. */
-  const release = () => calls.filter((call) => !call.finished).forEach((call) => call.finish());
+  /** Finishes what is still held, and every later sync at once, so that a failed test still stops. */
+  const release = () => {
+    released = true;
+    calls.filter((call) => !call.finished).forEach((call) => call.finish());
+  };
   return { calls, syncFile, release };
 }
 
@@ -118,7 +123,8 @@ async function withHeldSyncs(
 /**
  * Hands in writes tick by tick (`ticks`: the ids of each tick) while another connection holds the
  * write lock, so the writer waits in BEGIN with the first group; answers the ordinal of the group
- * that answered each write.
+ * that answered each write (read when it is answered: each group's answers must come in a task of
+ * their own, as they do without held syncs).
  */
 async function groupsBehindABusyWriter(path: string, committer: Committer, ticks: string[][]): Promise<Record<string, number>> {
   const holder = new Database(path);
@@ -312,10 +318,38 @@ describe('the next group', () => {
   test('goes to the busy writer once as large as the group it runs (here without syncs: fast durability)', async () => {
     const { path, committer, stop } = await committerWith('next-group', { durability: 'fast' });
     // a1 and a2 to the idle writer; b1 alone is smaller, so it gathers; with b2 it is as large and goes;
-    // c1 gathers, as the writer holds two groups already.
-    const groups = await groupsBehindABusyWriter(path, committer, [['a1', 'a2'], ['b1'], ['b2'], ['c1']]);
-    expect(groups).toEqual({ a1: 1, a2: 1, b1: 2, b2: 2, c1: 3 });
+    // c1 and c2 are as large too, but the writer holds two groups already: they gather, and d1 with them.
+    const ticks = [['a1', 'a2'], ['b1'], ['b2'], ['c1', 'c2'], ['d1']];
+    const groups = await groupsBehindABusyWriter(path, committer, ticks);
+    expect(groups).toEqual({ a1: 1, a2: 1, b1: 2, b2: 2, c1: 3, c2: 3, d1: 3 });
     await stop();
+  });
+
+  test('FULL: the halves of a burst both go to the writer, and each is answered after a sync that began after its commit', async () => {
+    await withHeldSyncs('halves-at-writer', {}, async ({ path, committer, syncs }) => {
+      const holder = new Database(path);
+      holder.run('BEGIN IMMEDIATE');
+      const answered: string[] = [];
+      // Nothing measured yet, so the burst is split; the second half, as large, goes to the writer too.
+      for (const id of ['a', 'b']) committer.write('insertDevice', device(id)).then(() => answered.push(id));
+      await new Promise((resolve) => setImmediate(resolve));
+      holder.run('COMMIT');
+      holder.close();
+      // This thread stays busy, so no group can be sent meanwhile: b commits only if it was at the writer already.
+      Bun.sleepSync(250);
+      expect(deviceIds(path)).toEqual(new Set(['a', 'b']));
+      await committer.writerPragma('synchronous'); // comes back after both commits have been reported here
+      expect(answered).toEqual([]);
+      expect(syncs.calls.length).toBe(1); // began after a's commit; b's waits for the next
+      syncs.calls[0]!.finish();
+      await until(() => answered.length === 1);
+      expect(answered).toEqual(['a']);
+      expect(syncs.calls.length).toBe(2);
+      syncs.calls[1]!.finish();
+      await until(() => answered.length === 2);
+      expect(answered).toEqual(['a', 'b']);
+      expect(committer.stats).toEqual({ groups: 2, writes: 2, syncs: 2 });
+    });
   });
 
   test('gathers until the group at the writer commits when writes are quicker than a sync', async () => {
