@@ -179,7 +179,7 @@ export async function paced(
     const wait = due - performance.now();
     if (wait > 1) await Bun.sleep(wait);
     // Sent late, the clock runs from `due`; sent up to 1 ms early (not worth a sleep), from now.
-    const from = Math.max(due, performance.now());
+    const from = Math.min(due, performance.now());
     pending.push(
       fetch(url, { headers }).then(async (response) => {
         await response.arrayBuffer();
