@@ -7,7 +7,8 @@
  * may read a commit before its sync; a reader that acts on what it read outside the database (the
  * planner forwarder) waits for `durable()` first.
  */
-import { closeSync, fdatasync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { StorageError } from './open.ts';
 
 /** Flushes a file's data to the disk; `fdatasync` but for fault drills. */
@@ -38,12 +39,18 @@ export class WalSync {
   syncMs = 0;
   syncs = 0;
 
-  /** `walPath` as SQLite names it (symbolic links resolved); it exists while a connection is open. */
+  /**
+   * `walPath` as SQLite names it (symbolic links resolved); it exists while a connection is open.
+   * Its folder is synced once here, as SQLite's FULL does on a new WAL's first sync: a WAL created at
+   * this start (the writer's own syncs come only with checkpoints) must not vanish with a power cut.
+   */
   constructor(
     walPath: string,
     private readonly syncFile: SyncFile = fdatasync,
+    syncFolder: (fd: number) => void = fsyncSync,
   ) {
     try {
+      syncFolderOf(walPath, syncFolder);
       // r+: some systems (Windows, some network file systems) refuse to flush a file opened read-only.
       this.fd = openSync(walPath, 'r+');
     } catch (error) {
@@ -88,6 +95,15 @@ export class WalSync {
         for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
       } else if (this.waiting.length > 0) this.sync();
     });
+  }
+}
+
+function syncFolderOf(path: string, syncFolder: (fd: number) => void): void {
+  const fd = openSync(dirname(path), 'r');
+  try {
+    syncFolder(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

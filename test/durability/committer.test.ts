@@ -216,6 +216,16 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     expect(syncs.calls).toHaveLength(1);
   });
 
+  test("WalSync syncs the WAL's folder once as it opens, so a WAL created at this start survives a power cut", () => {
+    const folder = join(dir, 'wal-folder');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'ev.db-wal'), '');
+    const synced: number[] = [];
+    const wal = new WalSync(join(folder, 'ev.db-wal'), heldSyncs().syncFile, (fd) => synced.push(fstatSync(fd).ino));
+    wal.close();
+    expect(synced).toEqual([statSync(folder).ino]);
+  });
+
   test('durable(): at once when every write is answered, else after a sync that began after the call', async () => {
     await withHeldSyncs('durable', {}, async ({ committer, syncs }) => {
       await committer.durable(); // nothing written: nothing to wait for, no sync
