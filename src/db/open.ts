@@ -53,7 +53,7 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
   const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
   if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
-  // The writer syncs FULL's commits apart (WalSync), so its ordinary commits skip the sync.
+  // With FULL the committer syncs the writer's commits apart (WalSync), so they skip SQLite's own sync.
   db.run(`PRAGMA synchronous = ${durability === 'full' && !syncApart ? 'FULL' : 'NORMAL'}`);
   db.run('PRAGMA foreign_keys = ON');
   // Small, frequent checkpoints by the committing writer: measured against a checkpointer thread and

@@ -1,7 +1,7 @@
 /**
  * The paired tokens the server accepts, held in memory by SHA-256 and kept in step with the
- * database: loaded at start-up, and reloaded when another process (the `devices revoke` command)
- * commits a change.
+ * database: loaded at start-up, and reloaded when another connection commits (the `devices revoke`
+ * command; the server's own writer counts too).
  */
 import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';

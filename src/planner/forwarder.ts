@@ -11,7 +11,7 @@
  *
  * The queue mirrors the installation's outbox: a batch's new samples are queued as the write reports
  * them, without reading them back; the outbox is read when the mirror cannot be trusted (at start-up,
- * for a batch older than what waits, a withdrawal, a queue over its page).
+ * for a batch not newer than the newest queued, a withdrawal, a queue over its page).
  */
 import type { Database } from 'bun:sqlite';
 import type { PlannerConfig } from '../config.ts';

@@ -11,7 +11,7 @@ export interface OutboxChange {
   added: SampleRow[];
   /**
    * Samples already waiting were sent again: with new values, or at or before `plannerSentUtc` (then
-   * they may have stopped waiting). What the forwarder holds of them is stale.
+   * they stopped waiting). What the forwarder holds of them is stale.
    */
   rewritten: boolean;
 }
