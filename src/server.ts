@@ -9,8 +9,9 @@ import { VERSION } from './version.ts';
 
 export interface Running {
   url: URL;
-  /** The app's feature state, for end-to-end tests of a listening server. */
+  /** The app's feature state and its database, for end-to-end tests of a listening server. */
   service: Service;
+  storage: Storage;
   stop(): Promise<void>;
   /** Settles should the writer fail: the service can no longer store anything and must be restarted. */
   fatal: Promise<Error>;
@@ -67,7 +68,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       log.flush();
     })());
 
-  return { url: server.url, service, stop, fatal };
+  return { url: server.url, service, storage, stop, fatal };
 }
 
 /** Stops the features' background work, then commits what is queued and closes the database. */

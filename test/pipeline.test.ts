@@ -211,7 +211,7 @@ test("a writer that dies settles the server's fatal promise and logs writer.fail
   const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
   try {
     // The writer thread ends without an error, as when it is killed.
-    (running.service.devices as unknown as { committer: { worker: Worker } }).committer.worker.terminate();
+    (running.storage.committer as unknown as { worker: Worker }).worker.terminate();
     expect((await running.fatal).message).toBe('writer exited');
     expect(log.lines.filter((line) => line.includes('error writer.failed'))).toEqual([expect.stringContaining('reason="writer exited"')]);
   } finally {

@@ -28,9 +28,10 @@ test('the database folder is created, with WAL and the chosen durability', async
   const path = join(tempDir(), 'nested', 'deeper', 'ev.db');
   const storage = await openStorage({ databasePath: path, durability: 'full' });
   expect(storage.db.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
-  // FULL's syncs run apart from the writer's commits (WalSync), so its connection itself is NORMAL.
-  expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
   expect(storage.db.query('PRAGMA foreign_keys').get()).toEqual({ foreign_keys: 1 });
+  // FULL: a write is answered after a sync of the WAL (run apart from the writer's NORMAL commits).
+  await storage.committer.write('insertDevice', { id: 'd', installationId: INSTALLATION, name: null, tokenHash: 'h', createdAt: 1 });
+  expect(storage.committer.stats.syncs).toBe(1);
   await storage.close();
 });
 
