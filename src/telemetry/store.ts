@@ -64,8 +64,7 @@ const REPLACE_SAMPLE = `UPDATE samples SET ${fieldColumns.map((c, i) => `${c} = 
   RETURNING planner_state AS state`;
 
 /** A sample still waiting that the car now says it gave the planner itself stops waiting. */
-const WITHDRAW_SAMPLE = `UPDATE samples SET planner_state = ${PlannerState.none}
-  WHERE installation = ? AND utc = ? AND planner_state = ${PlannerState.pending}`;
+const WITHDRAW_SAMPLE = `UPDATE samples SET planner_state = ${PlannerState.none} WHERE installation = ? AND utc = ?`;
 
 /** What a batch's write did to the planner's outbox; `added` holds row positions in the write. */
 export interface StoredSamples {
@@ -100,10 +99,11 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId,
       if (forPlanner) stored.added.push(r);
       continue;
     }
+    if (replaceSample(db, values) !== PlannerState.pending) continue;
+    // A waiting sample sent again: what the forwarder holds of it is stale.
+    stored.rewritten = true;
     // At or before plannerSentUtc: the car gave it to the planner itself.
-    const withdrawn = (values[1] as number) <= plannerSentUtc && db.query(WITHDRAW_SAMPLE).run(values[0]!, values[1]!).changes === 1;
-    // Withdrawn, or still waiting with new values: what the forwarder holds of it is stale.
-    if (replaceSample(db, values) === PlannerState.pending || withdrawn) stored.rewritten = true;
+    if ((values[1] as number) <= plannerSentUtc) db.query(WITHDRAW_SAMPLE).run(values[0]!, values[1]!);
   }
   return stored;
 };
