@@ -8,7 +8,7 @@ import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { activeDevices, type ActiveDevice, type Device } from './store.ts';
+import { activeDevices, deviceKey, type ActiveDevice, type Device } from './store.ts';
 import { newDeviceToken, tokenHash } from './token.ts';
 
 export interface DeviceIdentity {
@@ -78,7 +78,7 @@ export class DeviceRegistry {
 
   /** Revokes a device (idempotent) and stops accepting its token; null when there is no such device. */
   async revoke(deviceId: string): Promise<Device | null> {
-    const id = deviceId.toLowerCase();
+    const id = deviceKey(deviceId);
     this.remove(id);
     const device = await this.committer.write('revokeDevice', { id, at: this.now() });
     // Again once committed: a reload while the revocation was under way may have read the row unrevoked.

@@ -52,12 +52,12 @@ const insertDevice: WriteOp<NewDevice, void> = (db, device) => {
   ).run({ ...device });
 };
 
-/**
- * Sets `revokedAt` unless already set; answers the device, or null when there is none. Device ids are
- * UUIDs, stored lower-case, so one given in capitals is the same device.
- */
+/** Device ids are UUIDs, stored lower-case: one given in capitals is the same device. */
+export const deviceKey = (id: string) => id.toLowerCase();
+
+/** Sets `revokedAt` unless already set; answers the device, or null when there is none. */
 const revokeDevice: WriteOp<{ id: string; at: number }, Device | null> = (db, { id, at }) => {
-  const key = id.toLowerCase();
+  const key = deviceKey(id);
   db.query('UPDATE devices SET revoked_at = $at WHERE id = $key AND revoked_at IS NULL').run({ key, at });
   return findDevice(db, key);
 };
