@@ -2,7 +2,7 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
 import type { Database } from 'bun:sqlite';
 import { Consumption } from '../src/consumption/history.ts';
 import { limits } from '../src/limits.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
 beforeEach(async () => {
@@ -357,10 +357,9 @@ test('the history cache keeps the installations read most recently: a read saves
     },
   }) as Database;
   const history = new Consumption(db, service.storage.committer);
-  const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
   const readsDatabase = (n: number) => {
     const before = queries;
-    history.historyJson(id(n));
+    history.historyJson(installationNumbered(n));
     return queries > before;
   };
   for (let n = 0; n < limits.historyCachedInstallations; n += 1) expect(readsDatabase(n)).toBe(true);

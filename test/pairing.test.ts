@@ -10,7 +10,7 @@ import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
 const MINUTE = 60_000;
@@ -170,7 +170,7 @@ describe('POST /v1/pair/start', () => {
 
   test('at most 100 open requests; a new start of an open installation still replaces', async () => {
     await start();
-    const ids = Array.from({ length: 100 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    const ids = Array.from({ length: 100 }, (_, i) => installationNumbered(i));
     for (const id of ids) await startPairing(service, id);
     expect(await answer(await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION }, token: null }))).toEqual({
       status: 429,

@@ -6,7 +6,7 @@ import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
 import { compiledBinary, startBinary } from './binary.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
 
 const KEY = 'planner-api-key-secret-0001';
 const TOKEN = 'planner-user-token-secret-0002';
@@ -132,7 +132,7 @@ test('at most 8 requests are at the planner at once over all installations', asy
   // Held long enough that the requests surely overlap on a loaded machine.
   const fake = planner(() => ({ delayMs: 150 }));
   const target = await service(forwarding(fake));
-  const installations = Array.from({ length: 12 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+  const installations = Array.from({ length: 12 }, (_, i) => installationNumbered(i));
   for (const id of installations) seedPending(target, id, samplesAt(T0 + 3, T0 + 1, T0 + 2));
   for (const id of installations) target.planner.recheck(id);
   await target.planner.idle();
@@ -456,16 +456,15 @@ describe('through POST /v1/telemetry', () => {
 
   test('installations seen with an empty outbox are remembered up to the limit; the oldest forgotten is read again', async () => {
     const target = await service(forwarding(planner()));
-    const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
     const count = limits.plannerQuietInstallations + 1;
-    for (let n = 0; n < count; n += 1) target.planner.recheck(id(n)); // each reads its (empty) outbox once
+    for (let n = 0; n < count; n += 1) target.planner.recheck(installationNumbered(n)); // each reads its (empty) outbox once
     await target.planner.idle();
     expect(target.planner.stats.outboxReads).toBe(count);
     const nothingNew = { added: [], rewritten: false };
-    target.planner.stored(id(count - 1), nothingNew); // remembered empty: no read
+    target.planner.stored(installationNumbered(count - 1), nothingNew); // remembered empty: no read
     await target.planner.idle();
     expect(target.planner.stats.outboxReads).toBe(count);
-    target.planner.stored(id(0), nothingNew); // the first remembered, forgotten past the limit: read again
+    target.planner.stored(installationNumbered(0), nothingNew); // the first remembered, forgotten past the limit: read again
     await target.planner.idle();
     expect(target.planner.stats.outboxReads).toBe(count + 1);
   });

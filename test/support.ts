@@ -14,6 +14,9 @@ export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
 export const OTHER_INSTALLATION = '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b';
 
+/** The `n`th of a series of installation ids, for tests that need many. */
+export const installationNumbered = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+
 export function tempDir(prefix = 'ev-ingest-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }

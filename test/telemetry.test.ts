@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { packRows } from '../src/telemetry/store.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 /** The fixed server clock: 2025-11-25T14:13:20Z. */
 const NOW_S = 1_764_080_000;
@@ -33,7 +33,7 @@ afterAll(() => service.close());
 let counter = 0;
 function freshInstallation(): string {
   counter += 1;
-  return `00000000-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`;
+  return installationNumbered(counter);
 }
 
 async function post(body: unknown, token?: string | null) {
