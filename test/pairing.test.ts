@@ -443,6 +443,28 @@ describe('a paired token', () => {
   });
 });
 
+describe('a revocation still being saved', () => {
+  test("a car's poll does not wait for another car's expired request to be revoked", async () => {
+    const revoking: string[] = [];
+    const registry = {
+      pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
+      revoke: (id: string) => new Promise<null>(() => void revoking.push(id)), // never settles
+    } as unknown as DeviceRegistry;
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const approved = await book.start(INSTALLATION, 'MG4');
+    expect(await book.decide(approved, 'approve')).toBe('approved');
+    clock += 5 * MINUTE;
+    const other = await book.start(OTHER_INSTALLATION, 'ID.3');
+    clock += 5 * MINUTE; // the first request has expired uncollected; the other has not
+    const answer = await Promise.race([book.poll(other.pairingId), Bun.sleep(200).then(() => 'waited')]);
+    expect(answer).toEqual({ status: 'pending' });
+    expect(revoking).toEqual([]);
+    // Its own poll closes it, revoking its device.
+    void book.poll(approved.pairingId);
+    expect(revoking).toEqual(['device-a']);
+  });
+});
+
 describe('an approval still being saved', () => {
   /** A registry whose pair() waits for the test: the approval's commit is under way until `commit()`. */
   function slowRegistry() {
