@@ -112,7 +112,6 @@ describe('commitGroup', () => {
     expect(db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
     db.close();
   });
-
 });
 
 test('a writer that dies fails what it held and every later write, and close() still finishes', async () => {
