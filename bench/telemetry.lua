@@ -1,7 +1,8 @@
 -- wrk script for POST /v1/telemetry: arguments after `--` are <samples per batch> <run id>; bench/lib.ts
 -- puts the Authorization header in front of it and the RESULT report after it.
 -- Every request holds new (installation, utc) keys, so rows are really inserted; each wrk thread
--- rotates over 16 installation ids of its own.
+-- rotates over 16 installation ids of its own. Like live samples, each run's follow the runs before
+-- (a million seconds apart) instead of landing among them, which only an offline cache upload does.
 local nextThread = 0
 function setup(thread)
   thread:set("threadIndex", nextThread)
@@ -24,7 +25,7 @@ function request()
   local id = string.format("%08x-0000-4000-8000-%04x%08x", run, threadIndex, installation)
   local samples = {}
   for i = 1, batchSize do
-    local utc = 1000000000 + sequence * batchSize + i
+    local utc = 1000000000 + run * 1000000 + sequence * batchSize + i
     samples[i] = string.format(
       '{"utc":%d,"soc":%.1f,"power":%.2f,"speed":%d,"lat":%.5f,"lon":%.5f,"elevation":%d,' ..
       '"is_charging":false,"ext_temp":%.1f,"batt_temp":%.1f,"odometer":%.1f}',
