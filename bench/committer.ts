@@ -1,16 +1,18 @@
 /**
  * The committer alone, without HTTP: 32 concurrent callers each handing in ten-row telemetry writes,
- * with FULL durability, `DURABILITY=fast`, and one transaction per write (group size one).
+ * with FULL durability, `DURABILITY=fast`, and one transaction per write (group size one); the three
+ * in rotation over BENCH_COMMITTER_ROUNDS rounds (default 3), each run on a new database.
  */
 import { join } from 'node:path';
 import { openStorage } from '../src/db/storage.ts';
 import { sampleFieldNames } from '../src/telemetry/fields.ts';
 import type { SampleRow } from '../src/telemetry/model.ts';
 import { packRows } from '../src/telemetry/store.ts';
-import { benchDir, knob } from './lib.ts';
+import { benchDir, knob, median, rotate } from './lib.ts';
 
 const CALLERS = 32;
 const SECONDS = knob('BENCH_SECONDS', 3);
+const ROUNDS = knob('BENCH_COMMITTER_ROUNDS', 3);
 
 /** Ten samples of one installation at consecutive seconds from `utc`. */
 function tenRows(utc: number): SampleRow[] {
@@ -41,13 +43,17 @@ async function writesPerSecond(durability: 'full' | 'fast', maxGroupWrites?: num
 }
 
 export async function benchCommitter(): Promise<void> {
-  const full = await writesPerSecond('full');
-  const fast = await writesPerSecond('fast');
-  const single = await writesPerSecond('full', 1);
-  console.log(`committer alone, ${CALLERS} callers, ten-row writes:`);
-  console.log(`  FULL, grouped            ${full.toFixed(0).padStart(8)} writes/s (target ≥ 15,000)`);
-  console.log(`  fast (NORMAL), grouped   ${fast.toFixed(0).padStart(8)} writes/s   FULL/fast ${((full / fast) * 100).toFixed(0)}%`);
-  console.log(`  FULL, one per commit     ${single.toFixed(0).padStart(8)} writes/s   grouped/single ${(full / single).toFixed(1)}×`);
+  const [fulls, fasts, singles] = await rotate(ROUNDS, [
+    () => writesPerSecond('full'),
+    () => writesPerSecond('fast'),
+    () => writesPerSecond('full', 1),
+  ]);
+  const [full, fast, single] = [median(fulls!), median(fasts!), median(singles!)];
+  const runs = (rates: number[]) => `runs ${rates.map((rate) => rate.toFixed(0)).join(', ')}`;
+  console.log(`committer alone, ${CALLERS} callers, ten-row writes (median of ${ROUNDS} rotating rounds):`);
+  console.log(`  FULL, grouped            ${full.toFixed(0).padStart(8)} writes/s (target ≥ 15,000; ${runs(fulls!)})`);
+  console.log(`  fast (NORMAL), grouped   ${fast.toFixed(0).padStart(8)} writes/s   FULL/fast ${((full / fast) * 100).toFixed(0)}% (${runs(fasts!)})`);
+  console.log(`  FULL, one per commit     ${single.toFixed(0).padStart(8)} writes/s   grouped/single ${(full / single).toFixed(1)}× (${runs(singles!)})`);
 }
 
 if (import.meta.main) await benchCommitter();
