@@ -491,6 +491,19 @@ describe('an approval still being saved', () => {
     expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
   });
 
+  test('an approval saved only after the request expired is expired: its device is revoked, the car never gets it', async () => {
+    const { registry, commit, revoked } = slowRegistry();
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const request = await book.start(INSTALLATION, 'MG4');
+    const deciding = book.decide(request, 'approve');
+    clock += 10 * MINUTE; // the commit outlasts the request; no sweep has run yet
+    commit();
+    expect(await deciding).toBe('expired');
+    expect(revoked).toEqual(['device-1']);
+    expect(book.size).toBe(0);
+    expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
+  });
+
   test('the /pair page shows "Being approved" to a look and to a second decision meanwhile, then the outcome', async () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);

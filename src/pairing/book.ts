@@ -113,7 +113,9 @@ export class PairingBook {
       request.standing = { state: 'pending' };
       throw error;
     }
-    if (this.byId.get(request.pairingId) !== request) {
+    // Replaced or expired while the device was saved: the car can no longer collect it.
+    if (this.byId.get(request.pairingId) !== request || request.expiresAt <= this.now()) {
+      this.forget(request);
       await this.revoke(device.id, 'expired');
       return 'expired';
     }
@@ -159,9 +161,10 @@ export class PairingBook {
     }
   }
 
+  /** Drops a request from the maps where it is still the entry (a later request may reuse its code). */
   private forget(request: PairingRequest): void {
-    this.byId.delete(request.pairingId);
-    this.byCode.delete(request.userCode);
+    if (this.byId.get(request.pairingId) === request) this.byId.delete(request.pairingId);
+    if (this.byCode.get(request.userCode) === request) this.byCode.delete(request.userCode);
     if (this.byInstallation.get(request.installationId) === request) this.byInstallation.delete(request.installationId);
   }
 
