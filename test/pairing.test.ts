@@ -463,6 +463,22 @@ describe('a revocation still being saved', () => {
     void book.poll(approved.pairingId);
     expect(revoking).toEqual(['device-a']);
   });
+
+  test("a start does not wait for another car's expired request to be revoked, and the cap counts only live requests", async () => {
+    const revoking: string[] = [];
+    const registry = {
+      pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
+      revoke: (id: string) => new Promise<null>(() => void revoking.push(id)), // never settles
+    } as unknown as DeviceRegistry;
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const approved = await book.start(INSTALLATION, 'MG4');
+    expect(await book.decide(approved, 'approve')).toBe('approved');
+    clock += 11 * MINUTE;
+    const started = await Promise.race([book.start(OTHER_INSTALLATION, 'ID.3'), Bun.sleep(200).then(() => 'waited' as const)]);
+    expect(started).toMatchObject({ installationId: OTHER_INSTALLATION, name: 'ID.3' });
+    expect(revoking).toEqual(['device-a']); // under way, apart from the start
+    expect(book.size).toBe(1);
+  });
 });
 
 describe('an approval still being saved', () => {

@@ -47,7 +47,9 @@ export class PairingBook {
 
   /** Opens a request, replacing the installation's open one; 429 past the cap of open requests. */
   async start(installationId: string, name: string | null): Promise<PairingRequest> {
-    await this.sweep();
+    // Expired requests are forgotten at once (the cap counts live ones); their revocations go on apart,
+    // so that a slow commit of another car's never holds up this start.
+    void this.sweep();
     const id = installationId.toLowerCase();
     const replaced = this.byInstallation.get(id);
     if (!replaced && this.byId.size >= limits.pairingOpenMax) {
