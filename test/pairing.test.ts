@@ -149,6 +149,9 @@ describe('POST /v1/pair/start', () => {
       [{ installationId: INSTALLATION, name: '' }, 'name must be a string of 1..64 characters'],
       [{ installationId: INSTALLATION, name: 'x'.repeat(65) }, 'name must be a string of 1..64 characters'],
       [{ installationId: INSTALLATION, name: 7 }, 'name must be a string of 1..64 characters'],
+      [{ installationId: INSTALLATION, name: 'MG4\u202Egnp.exe' }, 'name must not hold control or text-direction characters'],
+      [{ installationId: INSTALLATION, name: 'MG4\u001b[2J' }, 'name must not hold control or text-direction characters'],
+      [{ installationId: INSTALLATION, name: 'MG4\u0085' }, 'name must not hold control or text-direction characters'],
       ['[]', 'body must be a JSON object'],
       ['{', 'body is not valid JSON'],
     ];
@@ -156,6 +159,10 @@ describe('POST /v1/pair/start', () => {
       expect(await answer(await service.request('POST', '/v1/pair/start', { body, token: null }))).toEqual({ status: 400, body: { error } });
     }
     expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name: 'é'.repeat(64) }, token: null })).status).toBe(200);
+    // Emoji sequences (joined by U+200D) and right-to-left scripts are names like any other.
+    for (const name of ['👨‍👩‍👧 family car', 'سيارة العائلة']) {
+      expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name }, token: null })).status).toBe(200);
+    }
     expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name: null }, token: null })).status).toBe(200);
   });
 

@@ -11,10 +11,17 @@ export function parseStart(body: JsonObject): StartRequest {
   return { installationId: uuid(body.installationId, 'installationId'), name: optional(body.name, 'name', deviceName) };
 }
 
-/** 1..64 characters (code points, so an emoji counts once). */
+/**
+ * Control characters (C0, DEL, C1) and the marks that reorder text: a name from a stranger is shown
+ * to the owner at the moment of approval and printed by `ev-ingest devices list`, so it must read as sent.
+ */
+const UNSHOWABLE = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
+
+/** 1..64 characters (code points, so an emoji counts once) of showable text. */
 function deviceName(value: unknown, path: string): string {
   const chars = typeof value === 'string' ? [...value].length : 0;
   if (chars < 1 || chars > limits.deviceNameMaxChars) invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
+  if (UNSHOWABLE.test(value as string)) invalid(path, 'must not hold control or text-direction characters');
   return value as string;
 }
 
