@@ -107,10 +107,10 @@ export class DeviceRegistry {
     this.watcher = null;
   }
 
+  /** Runs on the watcher's timer, so it logs a failure instead of throwing it (that would end the process). */
   reloadIfChanged(): void {
-    if (this.currentDataVersion() === this.dataVersion) return;
     try {
-      this.load();
+      if (this.currentDataVersion() !== this.dataVersion) this.load();
     } catch (error) {
       this.log.error('devices.reload_failed', { reason: (error as Error).message });
     }
