@@ -208,6 +208,10 @@ describe('POST /v1/pair/poll', () => {
       body: { status: 'approved', token, deviceId: row!.id, installationId: INSTALLATION },
     });
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    for (const [path, body] of [['/v1/pair/start', { installationId: OTHER_INSTALLATION }], ['/v1/pair/poll', { pairingId: started.pairingId }]] as const) {
+      const response = await service.request('POST', path, { body, token: null });
+      expect([response.status, response.headers.get('cache-control')]).toEqual([200, 'no-store']); // they hold secrets
+    }
     expect(row!.token_hash).toBe(tokenHash(token));
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });

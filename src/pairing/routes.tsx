@@ -34,6 +34,9 @@ interface PageContext {
 
 const UNKNOWN_CODE = 'This code is unknown or has expired. Start pairing again on the car.';
 
+/** The car's answers carry its secrets (the pairing id, then the token): no cache may keep them (RFC 6749 5.1). */
+const NO_STORE = 'no-store';
+
 export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
   const answerOf = async (handle: PageHandler, request: Request): Promise<PageAnswer> => {
@@ -107,9 +110,10 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
     .post(
       '/v1/pair/start',
-      async ({ request }) => {
+      async ({ request, set }) => {
         const { installationId, name } = parseStart(await readJsonObject(request, pairingBody));
         const pairing = await book.start(installationId, name);
+        set.headers['cache-control'] = NO_STORE;
         const userCode = displayUserCode(pairing.userCode);
         return {
           pairingId: pairing.pairingId,
@@ -121,7 +125,15 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
       },
       { parse: 'none' },
     )
-    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, pairingBody))), { parse: 'none' })
+    .post(
+      '/v1/pair/poll',
+      async ({ request, set }) => {
+        const answer = await book.poll(parsePoll(await readJsonObject(request, pairingBody)));
+        set.headers['cache-control'] = NO_STORE;
+        return answer;
+      },
+      { parse: 'none' },
+    )
     .get('/pair', page(showCode))
     .post('/pair', page(decide), { parse: 'none' })
     .all('/pair', page(notAllowed), { parse: 'none' });
