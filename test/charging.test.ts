@@ -108,8 +108,16 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
   });
 
   const pathIdProblem = 'sessionId must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit';
-  test.each([['-abc'], ['.abc'], ['a%20b'], ['a'.repeat(65)], ['s%C3%A9ance']])('400 for the path id %s', async (id) => {
-    expect(await answer(await putSession(appSession(), id))).toEqual({ status: 400, body: { error: pathIdProblem } });
+  test.each([['-abc'], ['.abc'], ['a%20b'], ['a'.repeat(65)], ['s%C3%A9ance'], [''], ['a/b'], ['a%2Fb'], ['a%zz']])(
+    '400 for the path id "%s", and 401 before it without a token',
+    async (id) => {
+      expect(await answer(await putSession(appSession(), id))).toEqual({ status: 400, body: { error: pathIdProblem } });
+      expect(await answer(await putSession(appSession(), id, null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    },
+  );
+
+  test('a path id is taken percent-decoded', async () => {
+    expect((await putSession({ ...appSession(), sessionId: 'a-1' }, 'a%2D1')).status).toBe(204);
   });
 
   test('64 characters are a valid path id', async () => {

@@ -258,7 +258,10 @@ describe('GET /v1/consumption/history/{installationId}', () => {
     const { token } = await service.devices.pair(OTHER_INSTALLATION, null);
     const get = (id: string, authorization: string | null = token) =>
       service.request('GET', `/v1/consumption/history/${id}`, { token: authorization });
-    expect(await answer(await get('not-a-uuid'))).toEqual({ status: 400, body: { error: 'installationId must be a UUID' } });
+    for (const id of ['not-a-uuid', '', `${INSTALLATION}/x`]) {
+      expect(await answer(await get(id))).toEqual({ status: 400, body: { error: 'installationId must be a UUID' } });
+      expect(await answer(await get(id, null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    }
     expect(await answer(await get(INSTALLATION))).toEqual({
       status: 403,
       body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },

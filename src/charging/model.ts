@@ -37,15 +37,15 @@ export interface ChargingSession extends OptionalNumbers {
 /** 1..64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit (the app sends UUIDs). */
 const SESSION_ID = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${limits.sessionIdMaxChars - 1}}$`);
 
-function parseSessionId(value: string | undefined): string {
-  if (value === undefined || !SESSION_ID.test(value)) {
+function parseSessionId(value: string): string {
+  if (!SESSION_ID.test(value)) {
     invalid('sessionId', `must be 1..${limits.sessionIdMaxChars} characters of A-Z a-z 0-9 . _ - starting with a letter or digit`);
   }
   return value;
 }
 
 /** The session of a PUT: its path id first, then the body, both in the contract's order. */
-export function parseSession(pathSessionId: string | undefined, body: JsonObject): ChargingSession {
+export function parseSession(pathSessionId: string, body: JsonObject): ChargingSession {
   const sessionId = parseSessionId(pathSessionId);
   const installationId = uuid(body.installationId, 'installationId');
   if (body.sessionId !== undefined && body.sessionId !== null && body.sessionId !== sessionId) {

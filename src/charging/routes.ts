@@ -1,14 +1,14 @@
 import { Elysia } from 'elysia';
 import type { Committer } from '../db/committer.ts';
 import { assertMayUse, type Authenticator } from '../http/auth.ts';
-import { authenticatedBody, ingestRoute, noContent } from '../http/ingest.ts';
+import { authenticatedBody, ingestRoute, noContent, pathId } from '../http/ingest.ts';
 import { parseSession } from './model.ts';
 
 export function chargingRoutes(auth: Authenticator, committer: Committer) {
   return new Elysia().put(
-    '/v1/charging-sessions/:sessionId',
+    '/v1/charging-sessions/*',
     authenticatedBody(auth, async ({ caller, body, params }) => {
-      const session = parseSession(params.sessionId, body);
+      const session = parseSession(pathId(params), body);
       assertMayUse(caller, session.installationId);
       await committer.write('putChargingSession', session);
       return noContent();

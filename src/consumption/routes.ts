@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
 import { assertMayUse } from '../http/auth.ts';
-import { authenticated, authenticatedBody, ingestRoute, noContent } from '../http/ingest.ts';
+import { authenticated, authenticatedBody, ingestRoute, noContent, pathId } from '../http/ingest.ts';
 import { uuid } from '../http/validate.ts';
 import type { Consumption } from './history.ts';
 import { parseChunk } from './model.ts';
@@ -19,9 +19,9 @@ export function consumptionRoutes(auth: Authenticator, consumption: Consumption)
       ingestRoute,
     )
     .get(
-      '/v1/consumption/history/:installationId',
+      '/v1/consumption/history/*',
       authenticated(auth, ({ caller, params }) => {
-        const installationId = uuid(params.installationId, 'installationId');
+        const installationId = uuid(pathId(params), 'installationId');
         assertMayUse(caller, installationId);
         return new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS });
       }),

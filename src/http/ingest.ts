@@ -37,6 +37,19 @@ export function authenticatedBody<R>(auth: Authenticator, handle: (input: Authen
   };
 }
 
+/**
+ * The id that ends the path of a route ending in `*`: an empty id or one holding `/` then reaches the
+ * route's own check (400 after the token, as the seed orders) instead of matching no route (404).
+ */
+export function pathId(params: Record<string, string>): string {
+  const raw = params['*'] ?? '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw; // a malformed escape keeps its `%`, which no id allows
+  }
+}
+
 /** `204 No Content`, the answer of the idempotent PUT endpoints. */
 export function noContent(): Response {
   return new Response(null, { status: 204 });
