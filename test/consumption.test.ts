@@ -150,9 +150,10 @@ describe('PUT /v1/consumption/daily', () => {
       `{"installationId":"${INSTALLATION}","recordedAt":${T0},"date":"2026-11-25","day":{"km":1e400,"kwh":1,"hours":1,"socDrop":1}}`,
       'day.km must be a finite number',
     ],
-    ['sohPercent zero', chunk({ sohPercent: 0 }), 'sohPercent must be above 0'],
-    ['sohPercent above 100', chunk({ sohPercent: 100.01 }), 'sohPercent is out of range 0..100'],
-    ['sohPercent negative', chunk({ sohPercent: -5 }), 'sohPercent is out of range 0..100'],
+    ['sohPercent zero', chunk({ sohPercent: 0 }), 'sohPercent must be above 0 and at most 100'],
+    ['sohPercent above 100', chunk({ sohPercent: 100.01 }), 'sohPercent must be above 0 and at most 100'],
+    ['sohPercent negative', chunk({ sohPercent: -5 }), 'sohPercent must be above 0 and at most 100'],
+    ['sohPercent not a number', chunk({ sohPercent: '97' }), 'sohPercent must be a finite number'],
     ['sohPercent as text', chunk({ sohPercent: '97' }), 'sohPercent must be a finite number'],
   ];
   test.each(invalidChunks)('400 naming the field: %s', async (_, body, error) => {

@@ -30,7 +30,7 @@ function parseDay(day: JsonObject): DayValues {
 
 /** 0 < x ≤ 100: a state of health of 0 is a missing reading, not a dead battery. */
 function stateOfHealth(value: unknown, path: string): number {
-  const percent = numberIn(value, path, 0, 100);
-  if (percent === 0) invalid(path, 'must be above 0');
+  const percent = numberIn(value, path, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  if (!(percent > 0 && percent <= 100)) invalid(path, 'must be above 0 and at most 100');
   return percent;
 }
