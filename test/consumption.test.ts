@@ -324,7 +324,7 @@ describe('sums do not drift', () => {
       return put(chunk({ recordedAt, ...body }));
     };
     for (let round = 0; round < 8; round += 1) {
-      // Distinct recordedAt within a round: writes of one group may commit in any order.
+      // Distinct recordedAt within a round: concurrent PUTs of one key would leave whichever came last.
       const keys = new Set(Array.from({ length: 40 }, () => T0 + Math.floor(next() * 60)));
       await Promise.all([...keys].map((recordedAt) => write(recordedAt, mixed)));
     }
