@@ -455,7 +455,8 @@ describe('a paired token', () => {
 });
 
 describe('a revocation still being saved', () => {
-  test("a car's poll does not wait for another car's expired request to be revoked", async () => {
+  /** A book whose revocations never finish saving, holding one approved request not collected yet. */
+  async function bookWithStuckRevocations() {
     const revoking: string[] = [];
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
@@ -464,6 +465,11 @@ describe('a revocation still being saved', () => {
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const approved = await book.start(INSTALLATION, 'MG4');
     expect(await book.decide(approved, 'approve')).toBe('approved');
+    return { book, approved, revoking };
+  }
+
+  test("a car's poll does not wait for another car's expired request to be revoked", async () => {
+    const { book, approved, revoking } = await bookWithStuckRevocations();
     clock += 5 * MINUTE;
     const other = await book.start(OTHER_INSTALLATION, 'ID.3');
     clock += 5 * MINUTE; // the first request has expired uncollected; the other has not
@@ -476,14 +482,7 @@ describe('a revocation still being saved', () => {
   });
 
   test("a start does not wait for another car's expired request to be revoked, and the cap counts only live requests", async () => {
-    const revoking: string[] = [];
-    const registry = {
-      pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
-      revoke: (id: string) => new Promise<null>(() => void revoking.push(id)), // never settles
-    } as unknown as DeviceRegistry;
-    const book = new PairingBook(registry, createMemoryLogger(), now);
-    const approved = await book.start(INSTALLATION, 'MG4');
-    expect(await book.decide(approved, 'approve')).toBe('approved');
+    const { book, revoking } = await bookWithStuckRevocations();
     clock += 11 * MINUTE;
     const started = await Promise.race([book.start(OTHER_INSTALLATION, 'ID.3'), Bun.sleep(200).then(() => 'waited' as const)]);
     expect(started).toMatchObject({ installationId: OTHER_INSTALLATION, name: 'ID.3' });
