@@ -309,6 +309,19 @@ test('sent samples are not sent again after a restart; samples waiting at a stop
   expect(third.log.lines.some((line) => line.endsWith('planner.resumed installations=1'))).toBe(true);
 });
 
+test('a retryable answer arriving after the stop began ends the loop at once instead of backing off', async () => {
+  const fake = planner(() => ({ status: 503, delayMs: 300 }));
+  // Backoffs never end on their own (only the stop may cut one short); the 5 s grace runs in real time.
+  const target = await service(forwarding(fake), { timers: { ...fastTimers(), backoff: () => () => {}, delay: after } });
+  seedPending(target, INSTALLATION, samplesAt(T0));
+  target.planner.recheck(INSTALLATION);
+  await fake.waitFor(1);
+  const stopping = target.planner.stop(); // the 503 comes back during the grace
+  expect(await Promise.race([stopping.then(() => 'stopped'), Bun.sleep(3000).then(() => 'still backing off')])).toBe('stopped');
+  expect(fake.requests).toHaveLength(1);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]); // sent after the restart
+});
+
 test('an outcome whose write fails is written again later, and its sample is not sent again meanwhile', async () => {
   const fake = planner();
   // The retry of the failed write comes when the test says so.

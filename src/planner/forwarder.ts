@@ -289,8 +289,9 @@ export class PlannerForwarder implements SampleForwarder {
     }
   }
 
-  /** Waits out a backoff, or until shutdown. */
+  /** Waits out a backoff, or until shutdown; none after it began (an answer may come back during the grace). */
   private pause(ms: number): Promise<void> {
+    if (this.halted) return Promise.resolve();
     return new Promise((resolve) => {
       let cancel = () => {};
       const wake = () => {
