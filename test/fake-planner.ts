@@ -20,6 +20,8 @@ export interface PlannerReply {
   body?: string;
   /** Holds the request this long before answering. */
   delayMs?: number;
+  /** Headers besides the JSON content type (a redirect's `location`). */
+  headers?: Record<string, string>;
 }
 
 export interface FakePlanner {
@@ -104,7 +106,7 @@ export function startFakePlanner(reply: FakePlanner['reply'] = () => ACCEPT): Fa
         }
         const status = answer.status ?? 200;
         const body = answer.body ?? (status === 200 ? ACCEPT.body : PLANNER_ERROR_BODY);
-        return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+        return new Response(body, { status, headers: { 'content-type': 'application/json', ...answer.headers } });
       } finally {
         inFlight -= 1;
         inFlightByToken.set(token, inFlightByToken.get(token)! - 1);

@@ -233,6 +233,16 @@ test('a 400 gives the sample up and the next sample is still sent', async () => 
   expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=1`))).toBe(true);
 });
 
+test('a redirect is not followed, so the key and token go nowhere else: the sample is given up', async () => {
+  const elsewhere = planner();
+  const fake = planner(() => ({ status: 307, headers: { location: elsewhere.url } }));
+  const target = await service(forwarding(fake));
+  await forward(target, INSTALLATION, samplesAt(T0));
+  expect([fake.requests.length, elsewhere.requests.length]).toEqual([1, 0]);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
+  expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=307 attempts=1`))).toBe(true);
+});
+
 test('a 200 without {"status":"ok"} gives the sample up', async () => {
   const fake = planner(() => ({ status: 200, body: '{"status":"error"}' }));
   const target = await service(forwarding(fake));

@@ -44,6 +44,8 @@ export async function postSample(url: string, body: string, signal: AbortSignal,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body,
       signal,
+      // The body holds the key and the token: they go to PLANNER_URL and nowhere a 3xx points (given up).
+      redirect: 'manual',
     });
     const text = await response.text();
     if (response.status === 200) {
