@@ -54,8 +54,16 @@ const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
 /** The effective environment: the process environment over the `.env` file of the working directory. */
 export function readEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
   const dotenvPath = join(cwd, '.env');
-  const fromFile = existsSync(dotenvPath) ? parseDotenv(readFileSync(dotenvPath, 'utf8')) : {};
+  const fromFile = existsSync(dotenvPath) ? parseDotenv(readDotenv(dotenvPath)) : {};
   return { ...fromFile, ...processEnv };
+}
+
+function readDotenv(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); fix or remove it`);
+  }
 }
 
 /**

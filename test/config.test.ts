@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, databasePath, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, withSecrets, type Env } from '../src/config.ts';
 import { tempDir } from './support.ts';
@@ -107,6 +107,12 @@ describe('readEnvironment', () => {
     expect(env.INGEST_TOKEN).toBe('from-dotenv-token-0123456789');
     expect(env.PORT).toBe('9001');
     expect(env.HOST).toBe('::1');
+  });
+
+  test('a .env that cannot be read refuses the start with one line naming it', () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, '.env'));
+    expect(() => readEnvironment({}, dir)).toThrow(new ConfigError(`${join(dir, '.env')} cannot be read (EISDIR); fix or remove it`));
   });
 
   test('<NAME>_FILE supplies a secret without its trailing newline', () => {

@@ -24,6 +24,18 @@ test('a file that is not an SQLite database is refused and left as it was', asyn
   expect(readFileSync(path, 'utf8')).toBe('my precious notes, not a database\n'.repeat(100));
 });
 
+test('a path that cannot hold a database is refused with one message naming DATABASE_PATH', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'a-file');
+  writeFileSync(file, '');
+  for (const path of [join(file, 'ev.db'), dir]) {
+    const refused = await openStorage({ databasePath: path, durability: 'full' }).catch((error: Error) => error);
+    expect(refused).toBeInstanceOf(StorageError);
+    expect((refused as Error).message).toStartWith(`DATABASE_PATH ${path} cannot be used: `);
+    expect((refused as Error).message).not.toContain('\n');
+  }
+});
+
 test('the database folder is created, with WAL and the chosen durability', async () => {
   const path = join(tempDir(), 'nested', 'deeper', 'ev.db');
   const storage = await openStorage({ databasePath: path, durability: 'full' });

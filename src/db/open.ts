@@ -14,9 +14,7 @@ const SQLITE_HEADER = 'SQLite format 3\0';
 
 /** Opens (creating when absent) the database file with the service's pragmas. */
 export function openDatabase(path: string, durability: Durability, options: { syncApart?: boolean } = {}): Database {
-  mkdirSync(dirname(path), { recursive: true });
-  assertSqliteFile(path);
-  const db = new Database(path, { create: true, strict: true });
+  const db = openFile(path);
   try {
     applyPragmas(db, durability, options.syncApart ?? false);
   } catch (error) {
@@ -24,6 +22,18 @@ export function openDatabase(path: string, durability: Durability, options: { sy
     throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
   }
   return db;
+}
+
+/** The file at `path`, its folder created; a path that cannot hold a database is a StorageError naming it. */
+function openFile(path: string): Database {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    assertSqliteFile(path);
+    return new Database(path, { create: true, strict: true });
+  } catch (error) {
+    if (error instanceof StorageError) throw error;
+    throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
+  }
 }
 
 /** Never open (and so never overwrite) a file that is not an SQLite database. */
