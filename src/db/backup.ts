@@ -4,7 +4,7 @@
  * database would miss or tear the commits still in the -wal file).
  */
 import { Database } from 'bun:sqlite';
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { limits } from '../limits.ts';
@@ -37,14 +37,14 @@ export function backupDatabase(source: string, target: string): number {
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
   // Written under a temporary name, synced, then linked into place: a crash leaves no half backup.
   const partial = `${target}.partial-${process.pid}`;
-  const db = new Database(source, { readwrite: true, create: false });
   try {
-    db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
-    db.query('VACUUM INTO ?').run(partial);
-  } finally {
-    db.close();
-  }
-  try {
+    const db = new Database(source, { readwrite: true, create: false });
+    try {
+      db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
+      db.query('VACUUM INTO ?').run(partial); // may fail half-way (a full disk, a damaged page)
+    } finally {
+      db.close();
+    }
     const check = new Database(partial, { readonly: true });
     try {
       const result = check.query<{ quick_check: string }, []>('PRAGMA quick_check').get()?.quick_check;
@@ -57,7 +57,7 @@ export function backupDatabase(source: string, target: string): number {
     syncFile(dirname(target));
     return statSync(target).size;
   } finally {
-    unlinkSync(partial);
+    rmSync(partial, { force: true });
   }
 }
 

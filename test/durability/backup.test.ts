@@ -1,7 +1,7 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { afterAll, expect, test } from 'bun:test';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { answer, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
@@ -99,4 +99,22 @@ test('backup refuses a FILE that exists, and a missing database, with a message 
   });
   expect(existsSync(join(dir, 'copy.db'))).toBe(false);
   expect((await runBackup(source, '')).code).toBe(2);
+});
+
+test('a copy that fails half-way (a damaged page of the source) leaves no file behind', async () => {
+  const dir = newDir();
+  const source = join(dir, 'damaged.db');
+  const db = new Database(source);
+  db.run('CREATE TABLE t (x BLOB)');
+  for (let i = 0; i < 200; i++) db.query('INSERT INTO t VALUES (randomblob(3000))').run();
+  db.close();
+  const fd = openSync(source, 'r+');
+  writeSync(fd, Buffer.alloc(20 * 4096, 0xab), 0, 20 * 4096, 60 * 4096); // pages 61-80 overwritten
+  closeSync(fd);
+  expect(await runBackup(source, join(dir, 'copy.db'))).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: 'ev-ingest: backup failed: database disk image is malformed\n',
+  });
+  expect(readdirSync(dir)).toEqual(['damaged.db']);
 });
