@@ -84,11 +84,15 @@ export function withSecrets(env: Env): Env {
 }
 
 function readSecretFile(name: string, path: string): string {
+  let secret: string;
   try {
-    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+    secret = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
   } catch (error) {
     throw new ConfigError(`${name}_FILE names a file that cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  // An empty plain variable means unset; an empty secret file is a provisioning mistake, not a choice.
+  if (secret === '') throw new ConfigError(`${name}_FILE names an empty file; put the value in it or unset ${name}_FILE`);
+  return secret;
 }
 
 /** Parses `KEY=value` lines: `#` comments, an optional `export`, single or double quotes. */

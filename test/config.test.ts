@@ -131,6 +131,15 @@ describe('readEnvironment', () => {
     );
   });
 
+  test('an empty <NAME>_FILE refuses to start instead of leaving its feature off', () => {
+    const dir = tempDir();
+    const file = join(dir, 'password');
+    writeFileSync(file, '\n');
+    expect(() => withSecrets(readEnvironment({ APPROVAL_PASSWORD_FILE: file }, dir))).toThrow(
+      new ConfigError('APPROVAL_PASSWORD_FILE names an empty file; put the value in it or unset APPROVAL_PASSWORD_FILE'),
+    );
+  });
+
   test('an unreadable <NAME>_FILE refuses to start without printing its contents', () => {
     expect(() => withSecrets(readEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir()))).toThrow(
       'PLANNER_API_KEY_FILE names a file that cannot be read (ENOENT)',
