@@ -17,8 +17,17 @@ export const OTHER_INSTALLATION = '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b';
 /** The `n`th of a series of installation ids, for tests that need many. */
 export const installationNumbered = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
 
+/** Every folder handed out by `tempDir`; test/cleanup.ts removes them once the whole run is over. */
+const tempDirs: string[] = [];
+
+export function removeTempDirs(): void {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 export function tempDir(prefix = 'ev-ingest-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
 
 export function testConfig(dir: string, overrides: Partial<Config> = {}): Config {
