@@ -3,6 +3,7 @@
  * with FULL durability, `DURABILITY=fast`, and one transaction per write (group size one); the three
  * in rotation over BENCH_COMMITTER_ROUNDS rounds (default 3), each run on a new database.
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStorage } from '../src/db/storage.ts';
 import { sampleFieldNames } from '../src/telemetry/fields.ts';
@@ -25,7 +26,8 @@ function tenRows(utc: number): SampleRow[] {
 }
 
 async function writesPerSecond(durability: 'full' | 'fast', maxGroupWrites?: number): Promise<number> {
-  const storage = await openStorage({ databasePath: join(benchDir(), 'ev.db'), durability, maxGroupWrites });
+  const dir = benchDir();
+  const storage = await openStorage({ databasePath: join(dir, 'ev.db'), durability, maxGroupWrites });
   const deadline = performance.now() + SECONDS * 1000;
   let done = 0;
   await Promise.all(
@@ -39,6 +41,7 @@ async function writesPerSecond(durability: 'full' | 'fast', maxGroupWrites?: num
   );
   const elapsed = SECONDS;
   await storage.close();
+  rmSync(dir, { recursive: true, force: true });
   return done / elapsed;
 }
 

@@ -6,6 +6,7 @@
  * Environment: BENCH_SECONDS (per wrk run, default 5; the committer's runs, default 3), BENCH_ROUNDS
  * (alternating health runs of each side, default 5), BENCH_COMMITTER_ROUNDS (see bench/committer.ts).
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchCommitter } from './committer.ts';
 import {
@@ -68,6 +69,7 @@ async function startUpOnce(): Promise<number> {
   const elapsed = performance.now() - started;
   child.kill();
   await child.exited;
+  rmSync(dir, { recursive: true, force: true });
   return elapsed;
 }
 
