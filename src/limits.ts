@@ -27,8 +27,6 @@ export const limits = {
   ingestTokenMinChars: 24,
   /** Minimum length of APPROVAL_PASSWORD. */
   approvalPasswordMinChars: 12,
-  /** Length of a paired device's token (32 random bytes, base64url). */
-  deviceTokenChars: 43,
   /** Lifetime of a pairing request. */
   pairingTtlMs: 10 * 60_000,
   /** Open pairing requests at most. */
@@ -50,6 +48,8 @@ export const limits = {
   lockoutAttempts: 5,
   /** Length of an approval lockout. */
   lockoutMs: 60_000,
+  /** How often the server checks whether another connection changed the devices (a CLI revocation). */
+  deviceReloadCheckMs: 500,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
   /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */

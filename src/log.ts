@@ -22,6 +22,7 @@ const stdoutSink: LineSink = (text) => process.stdout.write(text);
 
 export function createLogger(level: LogLevel = 'info', sink: LineSink = stdoutSink): Logger {
   const threshold = rank[level];
+  const timestamp = clockText();
   let pending = '';
   let scheduled = false;
 
@@ -67,16 +68,18 @@ function formatValue(value: string | number | boolean | null): string {
   return BARE.test(value) ? value : JSON.stringify(value);
 }
 
-// Under load many lines fall into one millisecond: format its time once.
-let stampMs = -1;
-let stamp = '';
-function timestamp(): string {
-  const ms = Date.now();
-  if (ms !== stampMs) {
-    stampMs = ms;
-    stamp = new Date(ms).toISOString();
-  }
-  return stamp;
+/** The current time as ISO text; under load many lines fall into one millisecond, which is formatted once. */
+function clockText(): () => string {
+  let stampMs = -1;
+  let stamp = '';
+  return () => {
+    const ms = Date.now();
+    if (ms !== stampMs) {
+      stampMs = ms;
+      stamp = new Date(ms).toISOString();
+    }
+    return stamp;
+  };
 }
 
 /** A logger that keeps its lines, for tests that assert what was (not) logged. */

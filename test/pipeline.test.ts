@@ -1,8 +1,8 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { assertMayUse } from '../src/http/auth.ts';
-import { ingestBody, readBody } from '../src/http/body.ts';
-import { authenticated, authenticatedBody, ingestRoute, noContent } from '../src/http/ingest.ts';
+import { handlerReadsBody, ingestBody, readBody } from '../src/http/body.ts';
+import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
@@ -30,7 +30,7 @@ beforeAll(async () => {
       authenticatedBody(service.auth, ({ body }) => {
         return { keys: Object.keys(body).length };
       }),
-      ingestRoute,
+      handlerReadsBody,
     )
     .get(
       '/test/owned/:installationId',

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import type { Committer } from '../db/committer.ts';
 import { assertMayUse, type Authenticator } from '../http/auth.ts';
-import { authenticatedBody, ingestRoute, noContent, pathId } from '../http/ingest.ts';
+import { authenticatedBody, noContent, pathId } from '../http/ingest.ts';
+import { handlerReadsBody } from '../http/body.ts';
 import { parseSession } from './model.ts';
 
 export function chargingRoutes(auth: Authenticator, committer: Committer) {
@@ -13,6 +14,6 @@ export function chargingRoutes(auth: Authenticator, committer: Committer) {
       await committer.write('putChargingSession', session);
       return noContent();
     }),
-    ingestRoute,
+    handlerReadsBody,
   );
 }

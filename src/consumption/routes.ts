@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
 import { assertMayUse } from '../http/auth.ts';
-import { authenticated, authenticatedBody, ingestRoute, noContent, pathId } from '../http/ingest.ts';
+import { authenticated, authenticatedBody, noContent, pathId } from '../http/ingest.ts';
+import { handlerReadsBody } from '../http/body.ts';
 import { uuid } from '../http/validate.ts';
 import type { Consumption } from './history.ts';
 import { parseChunk } from './model.ts';
@@ -16,7 +17,7 @@ export function consumptionRoutes(auth: Authenticator, consumption: Consumption)
         await consumption.putChunk(chunk);
         return noContent();
       }),
-      ingestRoute,
+      handlerReadsBody,
     )
     .get(
       '/v1/consumption/history/*',
@@ -25,7 +26,7 @@ export function consumptionRoutes(auth: Authenticator, consumption: Consumption)
         assertMayUse(caller, installationId);
         return new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS });
       }),
-      ingestRoute,
+      handlerReadsBody,
     );
 }
 

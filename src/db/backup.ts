@@ -4,10 +4,11 @@
  * database would miss or tear the commits still in the -wal file).
  */
 import { Database } from 'bun:sqlite';
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
+import { existsSync, linkSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { limits } from '../limits.ts';
+import { syncPath } from './wal-sync.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
 
@@ -31,7 +32,7 @@ export async function backupCommand(
 }
 
 /** Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a partial file. */
-export function backupDatabase(source: string, target: string): number {
+function backupDatabase(source: string, target: string): number {
   if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
   if (existsSync(target)) throw new Error(`${target} already exists; choose a new file`);
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
@@ -52,20 +53,11 @@ export function backupDatabase(source: string, target: string): number {
     } finally {
       check.close();
     }
-    syncFile(partial);
+    syncPath(partial);
     linkSync(partial, target); // fails if `target` appeared meanwhile
-    syncFile(dirname(target));
+    syncPath(dirname(target));
     return statSync(target).size;
   } finally {
     rmSync(partial, { force: true });
-  }
-}
-
-function syncFile(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }

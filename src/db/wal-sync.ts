@@ -50,7 +50,7 @@ export class WalSync {
     syncFolder: (fd: number) => void = fsyncSync,
   ) {
     try {
-      syncFolderOf(walPath, syncFolder);
+      syncPath(dirname(walPath), syncFolder);
       // r+: some systems (Windows, some network file systems) refuse to flush a file opened read-only.
       this.fd = openSync(walPath, 'r+');
     } catch (error) {
@@ -98,10 +98,11 @@ export class WalSync {
   }
 }
 
-function syncFolderOf(path: string, syncFolder: (fd: number) => void): void {
-  const fd = openSync(dirname(path), 'r');
+/** Flushes a file or a folder (its entries) to the disk; `sync` is a seam for tests. */
+export function syncPath(path: string, sync: (fd: number) => void = fsyncSync): void {
+  const fd = openSync(path, 'r');
   try {
-    syncFolder(fd);
+    sync(fd);
   } finally {
     closeSync(fd);
   }

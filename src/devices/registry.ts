@@ -9,7 +9,8 @@ import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { activeDevices, deviceKey, type ActiveDevice, type Device } from './store.ts';
-import { newDeviceToken, tokenHash } from './token.ts';
+import { newSecret } from '../secret.ts';
+import { tokenHash } from './token.ts';
 
 export interface DeviceIdentity {
   id: string;
@@ -68,7 +69,7 @@ export class DeviceRegistry {
 
   /** Persists a new device and accepts its token once committed, so a collected token always works. */
   async pair(installationId: string, name: string | null): Promise<PairedDevice> {
-    const token = newDeviceToken();
+    const token = newSecret();
     const hash = tokenHash(token);
     const device = { id: crypto.randomUUID(), installationId: installationId.toLowerCase() };
     await this.committer.write('insertDevice', { ...device, name, tokenHash: hash, createdAt: this.now() });
@@ -96,9 +97,9 @@ export class DeviceRegistry {
     });
   }
 
-  /** Reloads within `intervalMs` of a commit by any other connection (the CLI's revoke among them). */
-  watch(intervalMs = 500): void {
-    this.watcher ??= setInterval(() => this.reloadIfChanged(), intervalMs);
+  /** Reloads within `limits.deviceReloadCheckMs` of a commit by any other connection (the CLI's revoke among them). */
+  watch(): void {
+    this.watcher ??= setInterval(() => this.reloadIfChanged(), limits.deviceReloadCheckMs);
     this.watcher.unref();
   }
 

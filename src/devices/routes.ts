@@ -5,7 +5,8 @@
 import type { Database } from 'bun:sqlite';
 import { Elysia } from 'elysia';
 import { bearerToken } from '../http/auth.ts';
-import { HttpError, messages, notFound, unauthorized } from '../http/errors.ts';
+import { handlerReadsBody } from '../http/body.ts';
+import { messages, notFound, tooManyRequests, unauthorized } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
 import type { ApprovalLock } from '../pairing/lock.ts';
 import type { DeviceRegistry } from './registry.ts';
@@ -24,7 +25,7 @@ export function deviceRoutes({ db, devices, lock, log }: DeviceRouteDeps) {
   const assertOwner = (request: Request) => {
     const password = lock.check(bearerToken(request.headers.get('authorization')) ?? '');
     if (password === 'locked') {
-      throw new HttpError(429, messages.tooManyWrongPasswords, { 'Retry-After': String(lock.retryAfterSeconds()) });
+      throw tooManyRequests(messages.tooManyWrongPasswords, { 'Retry-After': String(lock.retryAfterSeconds()) });
     }
     if (password === 'wrong') throw unauthorized();
   };
@@ -43,6 +44,6 @@ export function deviceRoutes({ db, devices, lock, log }: DeviceRouteDeps) {
         log.info('device.revoked', { device: device.id, by: 'http' });
         return deviceView(device);
       },
-      { parse: 'none' },
+      handlerReadsBody,
     );
 }

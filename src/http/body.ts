@@ -27,6 +27,12 @@ export const ingestBody: BodyBounds = { cap: limits.bodyBytes, drain: limits.bod
  */
 export const pairingBody: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0 };
 
+/**
+ * Route options of every route that reads its own body (capped, after its token or password check):
+ * Elysia must not parse it first.
+ */
+export const handlerReadsBody = { parse: 'none' } as const;
+
 /** What one read took from a streamed body and the most of it held at once (tests watch the drain). */
 export interface BodyMeter {
   read: number;

@@ -34,6 +34,12 @@ export const badRequest = (message: string, headers?: Record<string, string>) =>
 export const unauthorized = () => new HttpError(401, messages.unauthorized);
 export const forbidden = (message: string) => new HttpError(403, message);
 export const notFound = (message: string = messages.notFound) => new HttpError(404, message);
+export const tooManyRequests = (message: string, headers?: Record<string, string>) => new HttpError(429, message, headers);
+
+/** An unexpected failure as one log field: its class and message (a 500's detail goes only to the log). */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
 
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}) {
   return Response.json({ error: message }, { status, headers });

@@ -5,8 +5,6 @@
 import type { Authenticator, Caller } from './auth.ts';
 import { readJsonObject } from './body.ts';
 
-/** Route options of every ingest endpoint: the body is read by the pipeline, after the token check. */
-export const ingestRoute = { parse: 'none' } as const;
 
 interface RouteContext {
   request: Request;

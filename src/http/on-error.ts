@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import { errorResponse, HttpError, messages } from './errors.ts';
+import { describeError, errorResponse, HttpError, messages } from './errors.ts';
 
 interface ErrorContext {
   code: string | number;
@@ -17,7 +17,7 @@ export function answerError(log: Logger) {
     log.error('request.failed', {
       method: request.method,
       path: pathOf(request.url),
-      error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause),
+      error: describeError(cause),
     });
     return errorResponse(500, messages.internal);
   };

@@ -3,10 +3,11 @@
  * device authorization grant (RFC 8628): pending → approved → collected once, or denied, or expired.
  */
 import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
-import { HttpError, messages } from '../http/errors.ts';
+import { messages, tooManyRequests } from '../http/errors.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { newPairingId, newUserCode } from './code.ts';
+import { newSecret } from '../secret.ts';
+import { newUserCode } from './code.ts';
 
 /** Where a request stands. `approving`: its device is being committed; the car still sees `pending`. */
 type Standing = { state: 'pending' | 'approving' | 'denied' } | { state: 'approved'; device: PairedDevice };
@@ -53,10 +54,10 @@ export class PairingBook {
     const id = installationId.toLowerCase();
     const replaced = this.byInstallation.get(id);
     if (!replaced && this.byId.size >= limits.pairingOpenMax) {
-      throw new HttpError(429, messages.tooManyPairingRequests);
+      throw tooManyRequests(messages.tooManyPairingRequests);
     }
     const request: PairingRequest = {
-      pairingId: newPairingId(),
+      pairingId: newSecret(), // the car polls with it; never shown, unlike the user code
       userCode: this.unusedUserCode(),
       installationId: id,
       name,

@@ -1,16 +1,11 @@
-/** The secrets of a pairing request: the car's polling id and the short code a person types. */
-import { randomBytes, randomInt } from 'node:crypto';
+/** The user code of a pairing request: the short code a person types on the approval page. */
+import { randomInt } from 'node:crypto';
 import { limits } from '../limits.ts';
 
 /** Consonants only: no vowels (no words), no look-alikes of digits (RFC 8628, section 6.1). */
 export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 
 const USER_CODE = new RegExp(`^[${USER_CODE_ALPHABET}]{${limits.userCodeChars}}$`);
-
-/** The 43-character secret a car polls with; never shown, unlike the user code. */
-export function newPairingId(): string {
-  return randomBytes(32).toString('base64url');
-}
 
 /** A user code in its stored form: 8 letters, no dash. */
 export function newUserCode(): string {

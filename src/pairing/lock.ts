@@ -1,6 +1,6 @@
 /**
- * The approval password and its lockout: five wrong passwords in a row lock every password check
- * (the `/pair` form and the device endpoints) for a minute, the right password included.
+ * The approval password and its lockout: `limits.lockoutAttempts` wrong passwords in a row lock every
+ * password check (the `/pair` form and the device endpoints) for `limits.lockoutMs`, the right one included.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { tokenDigest } from '../devices/token.ts';

@@ -6,8 +6,8 @@
 import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
-import { pairingBody, readBody, readJsonObject } from '../http/body.ts';
-import { HttpError } from '../http/errors.ts';
+import { handlerReadsBody, pairingBody, readBody, readJsonObject } from '../http/body.ts';
+import { describeError, HttpError } from '../http/errors.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
@@ -48,7 +48,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
         const text = 'The form could not be read. Go back and try again.';
         return pageAnswer(400, <MessagePage title="Form not accepted" text={text} />, error.headers);
       }
-      log.error('pair.page_failed', { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+      log.error('pair.page_failed', { error: describeError(error) });
       return pageAnswer(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
     }
   };
@@ -123,7 +123,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
           interval: limits.pairingPollIntervalS,
         };
       },
-      { parse: 'none' },
+      handlerReadsBody,
     )
     .post(
       '/v1/pair/poll',
@@ -132,11 +132,11 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
         set.headers['cache-control'] = NO_STORE;
         return answer;
       },
-      { parse: 'none' },
+      handlerReadsBody,
     )
     .get('/pair', page(showCode))
-    .post('/pair', page(decide), { parse: 'none' })
-    .all('/pair', page(notAllowed), { parse: 'none' });
+    .post('/pair', page(decide), handlerReadsBody)
+    .all('/pair', page(notAllowed), handlerReadsBody);
 }
 
 async function notAllowed(): Promise<PageAnswer> {

@@ -47,7 +47,6 @@ export interface ForwarderOptions {
   committer: Committer;
   log: Logger;
   timers?: PlannerTimers;
-  fetch?: typeof fetch;
 }
 
 interface Installation {
@@ -100,12 +99,10 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly unrecorded = new Map<string, Set<number>>();
   private readonly readPending;
   private readonly timers: PlannerTimers;
-  private readonly fetch: typeof fetch;
 
   constructor(private readonly options: ForwarderOptions) {
     this.readPending = pendingSamplesReader(options.db);
     this.timers = options.timers ?? realTimers;
-    this.fetch = options.fetch ?? fetch;
   }
 
   /** Whether samples of this installation go to the planner: a key and a token for it are configured. */
@@ -279,7 +276,7 @@ export class PlannerForwarder implements SampleForwarder {
     });
     this.inFlight.add(request);
     try {
-      const delivery = await postSample(this.options.config.url, body, request.signal, this.fetch);
+      const delivery = await postSample(this.options.config.url, body, request.signal);
       if (delivery.kind !== 'retry' || !request.signal.aborted) return delivery;
       return expired ? { kind: 'retry', reason: { error: 'Timeout' } } : { kind: 'abandoned' };
     } finally {

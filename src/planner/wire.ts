@@ -37,7 +37,7 @@ export type Delivery =
 export type FailureReason = { status: number } | { error: string };
 
 /** One POST to the planner; never throws. An aborted request comes back as a retry. */
-export async function postSample(url: string, body: string, signal: AbortSignal, fetch: typeof globalThis.fetch): Promise<Delivery> {
+export async function postSample(url: string, body: string, signal: AbortSignal): Promise<Delivery> {
   try {
     const response = await fetch(url, {
       method: 'POST',

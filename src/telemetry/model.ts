@@ -2,9 +2,8 @@
  * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping
  * of the contract, with its counting and wording. Pure: the same body and clock give the same batch.
  */
-import { badRequest } from '../http/errors.ts';
 import { limits } from '../limits.ts';
-import { array, uuid } from '../http/validate.ts';
+import { array, invalid, uuid } from '../http/validate.ts';
 import { sampleFieldNames, sampleFields, UTC_MAX_AHEAD_S, UTC_MIN, type SampleField } from './fields.ts';
 
 /** A usable sample as stored: `utc`, then every field of the table in its order (null when absent). */
@@ -33,7 +32,7 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
   const samples = array(body.samples, 'samples', Number.POSITIVE_INFINITY); // the body cap bounds it
   const plannerSentUtc = body.plannerSentUtc ?? 0;
   if (!Number.isSafeInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) {
-    throw badRequest('plannerSentUtc must be a non-negative integer');
+    invalid('plannerSentUtc', 'must be a non-negative integer');
   }
 
   const latestUtc = Math.floor(nowMs / 1000) + UTC_MAX_AHEAD_S;

@@ -3,7 +3,8 @@ import { Elysia } from 'elysia';
 import type { Committer } from '../db/committer.ts';
 import type { Authenticator } from '../http/auth.ts';
 import { assertMayUse } from '../http/auth.ts';
-import { authenticatedBody, ingestRoute } from '../http/ingest.ts';
+import { authenticatedBody } from '../http/ingest.ts';
+import { handlerReadsBody } from '../http/body.ts';
 import type { Logger } from '../log.ts';
 import type { SampleForwarder } from './forwarder.ts';
 import { validateBatch } from './model.ts';
@@ -35,6 +36,6 @@ export function telemetryRoutes({ auth, committer, forwarder, log, now }: Teleme
       }
       return { stored: rows.length, droppedCount, dropped };
     }),
-    ingestRoute,
+    handlerReadsBody,
   );
 }
