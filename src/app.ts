@@ -16,6 +16,7 @@ import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
+import { Telemetry } from './telemetry/samples.ts';
 
 export interface AppOptions {
   config: Config;
@@ -36,6 +37,7 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
   const consumption = new Consumption(storage.db, storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
+  const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
@@ -47,7 +49,7 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
-    .use(telemetryRoutes({ auth, committer: storage.committer, forwarder: forwarder ?? planner, log, now }))
+    .use(telemetryRoutes({ auth, telemetry, log, now }))
     .use(consumptionRoutes(auth, consumption))
     .use(chargingRoutes(auth, storage.committer));
   if (pairing) {

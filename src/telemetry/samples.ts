@@ -1,0 +1,20 @@
+/** The telemetry feature's state: storing a batch's samples, then telling the forwarder what changed. */
+import type { Committer } from '../db/committer.ts';
+import type { SampleForwarder } from './forwarder.ts';
+import type { Batch } from './model.ts';
+import { packRows } from './store.ts';
+
+export class Telemetry {
+  constructor(
+    private readonly committer: Committer,
+    private readonly forwarder: SampleForwarder,
+  ) {}
+
+  /** Stores the usable samples as one write; the forwarder learns only of samples this write made waiting. */
+  async store({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
+    if (rows.length === 0) return;
+    const forward = this.forwarder.forwards(installationId);
+    const { added, rewritten } = await this.committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
+    if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
+  }
+}
