@@ -53,7 +53,7 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     .use(consumptionRoutes(auth, consumption))
     .use(chargingRoutes(auth, storage.committer));
   if (pairing) {
-    app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, db: storage.db, devices, log }));
+    app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */

@@ -8,7 +8,7 @@ import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { activeDevices, deviceKey, type ActiveDevice, type Device } from './store.ts';
+import { activeDevices, deviceKey, listDevices, type ActiveDevice, type Device } from './store.ts';
 import { newSecret } from '../secret.ts';
 import { tokenHash } from './token.ts';
 
@@ -51,6 +51,11 @@ export class DeviceRegistry {
 
   get size(): number {
     return this.byHash.size;
+  }
+
+  /** Every device, revoked ones included, newest first, read from the database. */
+  list(): Device[] {
+    return listDevices(this.db);
   }
 
   find(tokenHash: string): DeviceIdentity | undefined {

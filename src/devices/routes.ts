@@ -2,7 +2,6 @@
  * The owner's device endpoints, authenticated with the approval password and under its lockout.
  * Registered only when APPROVAL_PASSWORD is set.
  */
-import type { Database } from 'bun:sqlite';
 import { Elysia } from 'elysia';
 import { bearerToken } from '../http/auth.ts';
 import { handlerReadsBody } from '../http/body.ts';
@@ -10,17 +9,15 @@ import { messages, notFound, tooManyRequests, unauthorized } from '../http/error
 import type { Logger } from '../log.ts';
 import type { ApprovalLock } from '../pairing/lock.ts';
 import type { DeviceRegistry } from './registry.ts';
-import { listDevices } from './store.ts';
 import { deviceView } from './view.ts';
 
 export interface DeviceRouteDeps {
-  db: Database;
   devices: DeviceRegistry;
   lock: ApprovalLock;
   log: Logger;
 }
 
-export function deviceRoutes({ db, devices, lock, log }: DeviceRouteDeps) {
+export function deviceRoutes({ devices, lock, log }: DeviceRouteDeps) {
   /** During a lockout nothing is checked; otherwise every failure (no header too) counts. */
   const assertOwner = (request: Request) => {
     const password = lock.check(bearerToken(request.headers.get('authorization')) ?? '');
@@ -33,7 +30,7 @@ export function deviceRoutes({ db, devices, lock, log }: DeviceRouteDeps) {
   return new Elysia({ name: 'devices' })
     .get('/v1/devices', ({ request }) => {
       assertOwner(request);
-      return { devices: listDevices(db).map(deviceView) };
+      return { devices: devices.list().map(deviceView) };
     })
     .post(
       '/v1/devices/:id/revoke',
