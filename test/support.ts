@@ -2,13 +2,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApp } from '../src/app.ts';
+import { createApp, type AppOptions, type Service } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { closeService } from '../src/server.ts';
-import type { PlannerTimers } from '../src/planner/forwarder.ts';
-import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -46,7 +44,7 @@ export function testConfig(dir: string, overrides: Partial<Config> = {}): Config
   };
 }
 
-export interface TestService extends ReturnType<typeof createApp> {
+export interface TestService extends Service {
   config: Config;
   storage: Storage;
   log: ReturnType<typeof createMemoryLogger>;
@@ -64,13 +62,13 @@ export interface RequestOptions {
 
 export async function startTestService(
   overrides: Partial<Config> = {},
-  options: { now?: () => number; dir?: string; plannerTimers?: PlannerTimers; forwarder?: SampleForwarder } = {},
+  { dir: givenDir, ...appOptions }: Pick<AppOptions, 'now' | 'plannerTimers' | 'forwarder'> & { dir?: string } = {},
 ): Promise<TestService> {
-  const dir = options.dir ?? tempDir();
+  const dir = givenDir ?? tempDir();
   const config = testConfig(dir, overrides);
   const storage = await openStorage(config);
   const log = createMemoryLogger();
-  const service = await withStorage(storage, () => createApp({ config, storage, log, ...options }));
+  const service = await withStorage(storage, () => createApp({ config, storage, log, ...appOptions }));
   let closed = false;
   return {
     ...service,
@@ -83,7 +81,7 @@ export async function startTestService(
       if (closed) return;
       closed = true;
       await closeService(service, storage);
-      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+      if (!givenDir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
