@@ -116,8 +116,9 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
     },
   );
 
-  test('a path id is taken percent-decoded', async () => {
+  test('a path id is taken percent-decoded, and a trailing slash is ignored as on every route', async () => {
     expect((await putSession({ ...appSession(), sessionId: 'a-1' }, 'a%2D1')).status).toBe(204);
+    expect((await putSession({ ...appSession(), sessionId: 'a-2' }, 'a-2/')).status).toBe(204);
   });
 
   test('64 characters are a valid path id', async () => {

@@ -153,7 +153,6 @@ describe('PUT /v1/consumption/daily', () => {
     ['sohPercent zero', chunk({ sohPercent: 0 }), 'sohPercent must be above 0 and at most 100'],
     ['sohPercent above 100', chunk({ sohPercent: 100.01 }), 'sohPercent must be above 0 and at most 100'],
     ['sohPercent negative', chunk({ sohPercent: -5 }), 'sohPercent must be above 0 and at most 100'],
-    ['sohPercent not a number', chunk({ sohPercent: '97' }), 'sohPercent must be a finite number'],
     ['sohPercent as text', chunk({ sohPercent: '97' }), 'sohPercent must be a finite number'],
   ];
   test.each(invalidChunks)('400 naming the field: %s', async (_, body, error) => {
@@ -259,6 +258,7 @@ describe('GET /v1/consumption/history/{installationId}', () => {
     const { token } = await service.devices.pair(OTHER_INSTALLATION, null);
     const get = (id: string, authorization: string | null = token) =>
       service.request('GET', `/v1/consumption/history/${id}`, { token: authorization });
+    expect((await get(`${OTHER_INSTALLATION}/`)).status).toBe(200); // a trailing slash, as on every route
     for (const id of ['not-a-uuid', '', `${INSTALLATION}/x`]) {
       expect(await answer(await get(id))).toEqual({ status: 400, body: { error: 'installationId must be a UUID' } });
       expect(await answer(await get(id, null))).toEqual({ status: 401, body: { error: 'unauthorized' } });

@@ -5,7 +5,6 @@
 import type { Authenticator, Caller } from './auth.ts';
 import { readJsonObject } from './body.ts';
 
-
 interface RouteContext {
   request: Request;
   params: Record<string, string>;
@@ -38,9 +37,10 @@ export function authenticatedBody<R>(auth: Authenticator, handle: (input: Authen
 /**
  * The id that ends the path of a route ending in `*`: an empty id or one holding `/` then reaches the
  * route's own check (400 after the token, as the seed orders) instead of matching no route (404).
+ * One trailing slash is dropped, as Elysia does for every other route.
  */
 export function pathId(params: Record<string, string>): string {
-  const raw = params['*'] ?? '';
+  const raw = (params['*'] ?? '').replace(/\/$/, '');
   try {
     return decodeURIComponent(raw);
   } catch {
