@@ -340,25 +340,25 @@ describe('the next group', () => {
       const holder = new Database(path);
       holder.run('BEGIN IMMEDIATE');
       const answered: string[] = [];
-      // Nothing measured yet, so the burst is split; the second half, as large, goes to the writer too.
-      for (const id of ['a', 'b']) committer.write('insertDevice', device(id)).then(() => answered.push(id));
+      // Nothing measured yet, so the burst is split, the larger half second, so that it goes to the writer too.
+      for (const id of ['a', 'b', 'c']) committer.write('insertDevice', device(id)).then(() => answered.push(id));
       await new Promise((resolve) => setImmediate(resolve));
       holder.run('COMMIT');
       holder.close();
-      // This thread stays busy, so no group can be sent meanwhile: b commits only if it was at the writer already.
+      // This thread stays busy, so no group can be sent meanwhile: b and c commit only if they were at the writer already.
       Bun.sleepSync(250);
-      expect(deviceIds(path)).toEqual(new Set(['a', 'b']));
+      expect(deviceIds(path)).toEqual(new Set(['a', 'b', 'c']));
       await committer.writerPragma('synchronous'); // comes back after both commits have been reported here
       expect(answered).toEqual([]);
-      expect(syncs.calls.length).toBe(1); // began after a's commit; b's waits for the next
+      expect(syncs.calls.length).toBe(1); // began after a's commit; b and c wait for the next
       syncs.calls[0]!.finish();
       await until(() => answered.length === 1);
       expect(answered).toEqual(['a']);
       expect(syncs.calls.length).toBe(2);
       syncs.calls[1]!.finish();
-      await until(() => answered.length === 2);
-      expect(answered).toEqual(['a', 'b']);
-      expect(committer.stats).toEqual({ groups: 2, writes: 2, syncs: 2 });
+      await until(() => answered.length === 3);
+      expect(answered).toEqual(['a', 'b', 'c']);
+      expect(committer.stats).toEqual({ groups: 2, writes: 3, syncs: 2 });
     });
   });
 
