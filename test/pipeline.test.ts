@@ -196,7 +196,7 @@ test('a port already in use refuses the start with one message naming the addres
   try {
     const config = testConfig(tempDir(), { host: '127.0.0.1', port: taken.port });
     const refused = await serve(config, createMemoryLogger()).then(
-      (running) => (running.stop(), 'started'),
+      async (running) => (await running.stop(), 'started'),
       (error: Error) => error,
     );
     expect(refused).toBeInstanceOf(ConfigError);

@@ -1,19 +1,11 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
-import { afterAll, expect, test } from 'bun:test';
-import { closeSync, existsSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { expect, test } from 'bun:test';
+import { closeSync, existsSync, openSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { answer, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-
-function newDir(): string {
-  const dir = tempDir('ev-ingest-backup-');
-  dirs.push(dir);
-  return dir;
-}
 
 async function runBackup(databasePath: string, file: string) {
   const child = Bun.spawn([process.execPath, MAIN, 'backup', file], {
@@ -37,8 +29,8 @@ const chunk = (recordedAt: number) => ({
 });
 
 test('a backup taken under load restores to a working database holding every write acknowledged before it', async () => {
-  const service = await startTestService({}, { dir: newDir() });
-  const restoredDir = newDir();
+  const service = await startTestService({}, { dir: tempDir('ev-ingest-backup-') });
+  const restoredDir = tempDir('ev-ingest-backup-');
   const file = join(restoredDir, 'ev-ingest.db');
   const acknowledged: number[] = [];
   let sending = true;
@@ -85,7 +77,7 @@ test('a backup taken under load restores to a working database holding every wri
 });
 
 test('backup refuses a FILE that exists, and a missing database, with a message and exit 1', async () => {
-  const dir = newDir();
+  const dir = tempDir('ev-ingest-backup-');
   const source = join(dir, 'live.db');
   new Database(source).close();
   const taken = join(dir, 'taken.db');
@@ -102,7 +94,7 @@ test('backup refuses a FILE that exists, and a missing database, with a message 
 });
 
 test('a copy that fails half-way (a damaged page of the source) leaves no file behind', async () => {
-  const dir = newDir();
+  const dir = tempDir('ev-ingest-backup-');
   const source = join(dir, 'damaged.db');
   const db = new Database(source);
   db.run('CREATE TABLE t (x BLOB)');

@@ -3,8 +3,8 @@
  * answered survives a crash of the process (both modes) or of the machine (`full`, by a sync of the WAL).
  */
 import { Database } from 'bun:sqlite';
-import { afterAll, describe, expect, test } from 'bun:test';
-import { fstatSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { describe, expect, test } from 'bun:test';
+import { fstatSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Committer, WriteError, type CommitterOptions } from '../../src/db/committer.ts';
 import { commitGroup, type WriteOp } from '../../src/db/group.ts';
@@ -15,7 +15,6 @@ import { WalSync, type SyncFile } from '../../src/db/wal-sync.ts';
 import { tempDir, INSTALLATION } from '../support.ts';
 
 const dir = tempDir('ev-ingest-committer-');
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const device = (id: string) => ({ id, installationId: INSTALLATION, name: null, tokenHash: id, createdAt: 1 });
 
