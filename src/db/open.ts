@@ -13,24 +13,17 @@ export class StorageError extends Error {
 const SQLITE_HEADER = 'SQLite format 3\0';
 
 /** Opens (creating when absent) the database file with the service's pragmas. */
+/** A path that cannot hold the database is a StorageError naming it, in one line. */
 export function openDatabase(path: string, durability: Durability, options: { syncApart?: boolean } = {}): Database {
-  const db = openFile(path);
-  try {
-    applyPragmas(db, durability, options.syncApart ?? false);
-  } catch (error) {
-    db.close();
-    throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
-  }
-  return db;
-}
-
-/** The file at `path`, its folder created; a path that cannot hold a database is a StorageError naming it. */
-function openFile(path: string): Database {
+  let db: Database | undefined;
   try {
     mkdirSync(dirname(path), { recursive: true });
     assertSqliteFile(path);
-    return new Database(path, { create: true, strict: true });
+    db = new Database(path, { create: true, strict: true });
+    applyPragmas(db, durability, options.syncApart ?? false);
+    return db;
   } catch (error) {
+    db?.close();
     if (error instanceof StorageError) throw error;
     throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
   }
@@ -63,7 +56,7 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
   const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
   if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
-  // With FULL the committer syncs the writer's commits apart (WalSync), so they skip SQLite's own sync.
+  // With FULL and group commit the committer syncs the writer's commits apart (WalSync), so they skip SQLite's own.
   db.run(`PRAGMA synchronous = ${durability === 'full' && !syncApart ? 'FULL' : 'NORMAL'}`);
   db.run('PRAGMA foreign_keys = ON');
   // Small, frequent checkpoints by the committing writer: measured against a checkpointer thread and
