@@ -1,5 +1,5 @@
 /** A consumption chunk as the contract defines it; unknown top-level fields (an old `lifetime`) are ignored. */
-import { calendarDate, invalid, numberIn, object, optional, timeMs, uuid, type JsonObject } from '../http/validate.ts';
+import { calendarDate, finiteNumber, invalid, numberIn, object, optional, timeMs, uuid, type JsonObject } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { DAY_FIELDS, type DayValues } from './totals.ts';
 
@@ -30,7 +30,7 @@ function parseDay(day: JsonObject): DayValues {
 
 /** 0 < x ≤ 100: a state of health of 0 is a missing reading, not a dead battery. */
 function stateOfHealth(value: unknown, path: string): number {
-  const percent = numberIn(value, path, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  const percent = finiteNumber(value, path);
   if (!(percent > 0 && percent <= 100)) invalid(path, 'must be above 0 and at most 100');
   return percent;
 }

@@ -53,10 +53,15 @@ export function uuid(value: unknown, path: string): string {
   return (value as string).toLowerCase();
 }
 
+/** A required finite number. */
+export function finiteNumber(value: unknown, path: string): number {
+  if (!isFiniteNumber(required(value, path))) invalid(path, 'must be a finite number');
+  return value as number;
+}
+
 /** A required finite number within `min..max` (both included). */
 export function numberIn(value: unknown, path: string, min: number, max: number): number {
-  if (!isFiniteNumber(required(value, path))) invalid(path, 'must be a finite number');
-  const number = value as number;
+  const number = finiteNumber(value, path);
   if (number < min || number > max) invalid(path, `is out of range ${min}..${max}`);
   return number;
 }
