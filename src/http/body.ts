@@ -28,8 +28,8 @@ export const ingestBody: BodyBounds = { cap: limits.bodyBytes, drain: limits.bod
 export const pairingBody: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0 };
 
 /**
- * Route options of every route that reads its own body (capped, after its token or password check):
- * Elysia must not parse it first.
+ * Route options of every route whose body Elysia must not parse: the handler reads it itself (capped,
+ * after its token or password check), or never reads it.
  */
 export const handlerReadsBody = { parse: 'none' } as const;
 
