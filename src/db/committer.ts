@@ -8,7 +8,7 @@ import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { limits } from '../limits.ts';
 import { StorageError } from './open.ts';
-import { smoothed, WalClosedError, WalSync, type SyncFile } from './wal-sync.ts';
+import { smoothed, WalSync, type SyncFile } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /** A write that did not commit; `scope` tells whether its whole group was rolled back. */
@@ -236,7 +236,7 @@ export class Committer {
   private synced(): Promise<void> {
     return this.walSync!.durable().catch((error: Error) => {
       // After a failed sync the kernel may have dropped the pages: nothing can be promised any more.
-      if (!(error instanceof WalClosedError)) this.onCrash(new Error(`writer failed: the WAL's sync failed: ${error.message}`));
+      this.onCrash(new Error(`writer failed: the WAL's sync failed: ${error.message}`));
       throw error;
     });
   }
