@@ -60,6 +60,10 @@ export const limits = {
   databaseBusyMs: 5000,
   /** Writes committed together in one group at most. */
   groupWritesMax: 1000,
+  /** Samples inserted by one statement at most (a power of two; 64 rows of every column bind 1,984 parameters). */
+  samplesPerInsert: 64,
+  /** Multi-row sample inserts the writer keeps prepared, by columns and row count. */
+  sampleInsertStatements: 64,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */

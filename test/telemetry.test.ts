@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
+import { limits } from '../src/limits.ts';
+import { sampleFields, type SampleField } from '../src/telemetry/fields.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { packRows } from '../src/telemetry/store.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
@@ -114,6 +116,58 @@ describe('storing', () => {
       [UTC, 50, null, 1],
       [UTC + 1, 51, 99, 1],
     ]);
+  });
+
+  test('a batch of 100 samples, each with its own fields, is stored value for value (several statements)', async () => {
+    const samples = Array.from({ length: 100 }, (_, i) => ({
+      utc: UTC - 100 + i,
+      soc: i,
+      ...(i % 2 === 0 ? { lat: 41 + i / 1000, lon: 28 - i / 1000 } : {}),
+      ...(i % 3 === 0 ? { car_model: `model ${i}` } : {}),
+      ...(i % 5 === 0 ? { is_charging: true } : {}),
+    }));
+    const { body, rows } = await postSamples(samples);
+    expect(body).toMatchObject({ stored: 100, droppedCount: 0 });
+    const stored = rows.map(({ utc, soc, lat, lon, car_model, is_charging, speed }) => ({ utc, soc, lat, lon, car_model, is_charging, speed }));
+    expect(stored).toEqual(
+      samples.map((sample) => ({
+        utc: sample.utc,
+        soc: sample.soc,
+        lat: sample.lat ?? null,
+        lon: sample.lon ?? null,
+        car_model: sample.car_model ?? null,
+        is_charging: sample.is_charging ? 1 : null,
+        speed: null,
+      })),
+    );
+  });
+
+  test('a re-sent batch whose copies begin past its first statement: new samples added, copies rewritten, none doubled', async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    const batch = (utcs: number[], soc: number) => ({ installationId, samples: utcs.map((utc) => ({ utc, soc })) });
+    const utcs = Array.from({ length: 100 }, (_, i) => UTC - 100 + i);
+    // Rows 64-69 are stored and waiting: 64 rows go in one statement, the next meets them.
+    expect((await post(batch(utcs.slice(64, 70), 1))).body).toMatchObject({ stored: 6 });
+    handOff.changes.length = 0;
+    expect((await post(batch(utcs, 2))).body).toMatchObject({ stored: 100 });
+    expect(handOff.changes.map(({ added, rewritten }) => ({ utcs: added.map((row) => row[0]), rewritten }))).toEqual([
+      { utcs: [...utcs.slice(0, 64), ...utcs.slice(70)], rewritten: true },
+    ]);
+    expect(rowsOf(installationId).map((row) => [row.utc, row.soc, row.planner_state])).toEqual(utcs.map((utc) => [utc, 2, 1]));
+  });
+
+  test('batches of more field combinations than the writer keeps statements for are all stored', async () => {
+    const lone = Object.entries(sampleFields).filter(([, field]) => !('pairedWith' in field && field.pairedWith));
+    const valueOf = (field: SampleField) => (field.kind === 'number' ? field.max : field.kind === 'flag' ? 1 : 'x');
+    const batches = [1, 2, 4].flatMap((count) => lone.map(([name, field]) => ({ name, value: valueOf(field), count })));
+    expect(batches.length).toBeGreaterThan(limits.sampleInsertStatements);
+    for (const { name, value, count } of batches) {
+      const samples = Array.from({ length: count }, (_, i) => ({ utc: UTC + i, [name]: value }));
+      const { body, rows } = await postSamples(samples);
+      expect(body).toMatchObject({ stored: count, droppedCount: 0 });
+      expect(rows.map((row) => row[name])).toEqual(samples.map(() => value));
+    }
   });
 });
 

@@ -40,7 +40,7 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
       }
       return;
     case 'close':
-      db?.close();
+      db?.close(true); // finalizes the statements it prepared, so the connection closes now
       db = null;
       self.postMessage({ type: 'closed' });
       return;

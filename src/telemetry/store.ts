@@ -1,5 +1,6 @@
 /** Samples in the database, written through the committer. */
-import type { Database } from 'bun:sqlite';
+import type { Database, Statement } from 'bun:sqlite';
+import { limits } from '../limits.ts';
 import type { WriteOp } from '../db/group.ts';
 import { sampleFieldNames, sampleFields } from './fields.ts';
 import type { SampleRow } from './model.ts';
@@ -76,24 +77,166 @@ export interface StoredSamples {
  * Stores a batch's usable samples (all or none, as one write). Answers which rows it made pending
  * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it
  * rewrote waiting ones, so the forwarder learns what changed without reading the outbox.
+ * New samples go in many rows per statement; from the first that meets a stored one, one by one.
  */
-const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId, plannerSentUtc, forward, rows }) => {
-  const insert = db.query(INSERT_SAMPLE);
+const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const stored: StoredSamples = { added: [], rewritten: false };
+  const installation = installationKey(db, write.installationId);
+  const inserted = insertNewSamples(db, installation, write, stored);
+  storeOneByOne(db, installation, write, inserted, stored);
+  return stored;
+};
+
+/** Whether a new sample waits for the planner: forwarding is on and the car has not sent it itself. */
+const waitsForPlanner = ({ forward, plannerSentUtc }: SampleWrite, utc: number) => forward && utc > plannerSentUtc;
+
+/**
+ * Inserts the write's rows in order, up to `limits.samplesPerInsert` per statement, binding only the
+ * columns some row has a value for (binding a parameter costs about as much as SQLite's own work on
+ * it). Stops at the first statement that meets a stored sample, which SQLite then undoes alone;
+ * answers how many rows went in.
+ */
+function insertNewSamples(db: Database, installation: number, write: SampleWrite, stored: StoredSamples): number {
+  const { rows } = write;
+  const columns = columnsWithValues(rows);
+  let from = 0;
+  while (from < rows.count) {
+    const count = insertSize(rows.count - from);
+    try {
+      insertStatements(db).get(columns, count).run(rowValues(installation, write, columns, from, count));
+    } catch (error) {
+      if (isKeyConflict(error)) return from;
+      throw error;
+    }
+    for (let r = from; r < from + count; r++) if (waitsForPlanner(write, rows.numbers[r * numericColumns.length]!)) stored.added.push(r);
+    from += count;
+  }
+  return from;
+}
+
+/** Rows in the next statement: a power of two, so that few statements serve every batch size. */
+function insertSize(left: number): number {
+  return Math.min(limits.samplesPerInsert, 2 ** Math.floor(Math.log2(left)));
+}
+
+/** The field columns (row positions, in order) holding a value in some row. */
+function columnsWithValues({ count, numbers, texts }: PackedRows): number[] {
+  const present: number[] = [];
+  for (let c = 1; c < numericColumns.length; c++) {
+    for (let r = 0; r < count; r++) {
+      const value = numbers[r * numericColumns.length + c]!;
+      if (value === value) {
+        present.push(numericColumns[c]!);
+        break;
+      }
+    }
+  }
+  for (let c = 0; texts && c < textColumns.length; c++) {
+    for (let r = 0; r < count; r++) {
+      if (texts[r * textColumns.length + c] !== null) {
+        present.push(textColumns[c]!);
+        break;
+      }
+    }
+  }
+  return present.sort((a, b) => a - b);
+}
+
+/** Where each row position's value lies in a packed row: its index among the numeric or the text columns. */
+const packedIndex = new Map<number, { text: boolean; index: number }>([
+  ...numericColumns.map((position, index) => [position, { text: false, index }] as const),
+  ...textColumns.map((position, index) => [position, { text: true, index }] as const),
+]);
+
+/** The parameters of `count` rows from `from`: per row the installation, utc, `columns` and the planner state. */
+function rowValues(installation: number, write: SampleWrite, columns: number[], from: number, count: number): (number | string | null)[] {
+  const { numbers, texts } = write.rows;
+  const sources = columns.map((position) => packedIndex.get(position)!);
+  const values: (number | string | null)[] = [];
+  // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
+  for (let r = from; r < from + count; r++) {
+    const utc = numbers[r * numericColumns.length]!;
+    values.push(installation, utc);
+    for (const { text, index } of sources) {
+      if (text) values.push(texts![r * textColumns.length + index] ?? null);
+      else {
+        const value = numbers[r * numericColumns.length + index]!;
+        values.push(value === value ? value : null); // NaN marks an absent value
+      }
+    }
+    values.push(waitsForPlanner(write, utc) ? PlannerState.pending : PlannerState.none);
+  }
+  return values;
+}
+
+/** A stored sample with the same key: the statement was undone, nothing else. */
+function isKeyConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/**
+ * Multi-row inserts of the connection, by columns and row count; the least recently used is finalized
+ * past `limits.sampleInsertStatements`, as the columns come from the cars.
+ */
+class InsertStatements {
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(private readonly db: Database) {}
+
+  get(columns: number[], count: number): Statement {
+    const key = `${count}:${columns.join(',')}`;
+    let statement = this.statements.get(key);
+    if (statement) this.statements.delete(key); // re-inserted below: the Map's order is the use order
+    else {
+      statement = this.db.prepare(insertSql(columns, count));
+      this.evictBeyond(limits.sampleInsertStatements - 1);
+    }
+    this.statements.set(key, statement);
+    return statement;
+  }
+
+  private evictBeyond(size: number): void {
+    for (const [key, statement] of this.statements) {
+      if (this.statements.size <= size) return;
+      this.statements.delete(key);
+      statement.finalize();
+    }
+  }
+}
+
+const statementsOf = new WeakMap<Database, InsertStatements>();
+
+function insertStatements(db: Database): InsertStatements {
+  let statements = statementsOf.get(db);
+  if (!statements) statementsOf.set(db, (statements = new InsertStatements(db)));
+  return statements;
+}
+
+/** A plain INSERT: a row whose key is stored fails the statement (SQLITE_CONSTRAINT), undoing its rows. */
+function insertSql(columns: number[], count: number): string {
+  const names = ['installation', 'utc', ...columns.map((position) => fieldColumns[position - 1]!), 'planner_state'];
+  const row = `(${names.map(() => '?').join(', ')})`;
+  return `INSERT INTO samples (${names.join(', ')}) VALUES ${new Array(count).fill(row).join(', ')}`;
+}
+
+/** The rows from `from` on, one statement each: a sample stored before is replaced, keeping its planner state. */
+function storeOneByOne(db: Database, installation: number, write: SampleWrite, from: number, stored: StoredSamples): void {
+  const { plannerSentUtc, rows } = write;
+  const insert = db.query(INSERT_SAMPLE);
   const values: (string | number | null)[] = new Array(insertColumns.length);
   const stateColumn = insertColumns.length - 1;
   const { numbers, texts } = rows;
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
-  values[0] = installationKey(db, installationId);
-  // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
-  for (let r = 0; r < rows.count; r++) {
+  values[0] = installation;
+  for (let r = from; r < rows.count; r++) {
     for (let c = 0; c < numericWidth; c++) {
       const value = numbers[r * numericWidth + c]!;
       values[numericColumns[c]! + 1] = value === value ? value : null; // NaN marks an absent value
     }
     for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
-    const forPlanner = forward && (values[1] as number) > plannerSentUtc;
+    const forPlanner = waitsForPlanner(write, values[1] as number);
     values[stateColumn] = forPlanner ? PlannerState.pending : PlannerState.none;
     if (insert.run(...values).changes === 1) {
       if (forPlanner) stored.added.push(r);
@@ -105,8 +248,7 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, { installationId,
     // At or before plannerSentUtc: the car gave it to the planner itself.
     if ((values[1] as number) <= plannerSentUtc) db.query(WITHDRAW_SAMPLE).run(values[0]!, values[1]!);
   }
-  return stored;
-};
+}
 
 /** The installation's number in `installations`, given one at its first sample. */
 function installationKey(db: Database, installationId: string): number {
