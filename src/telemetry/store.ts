@@ -99,11 +99,12 @@ const waitsForPlanner = ({ forward, plannerSentUtc }: SampleWrite, utc: number) 
 function insertNewSamples(db: Database, installation: number, write: SampleWrite, stored: StoredSamples): number {
   const { rows } = write;
   const columns = columnsWithValues(rows);
+  const columnsKey = columns.join(',');
   let from = 0;
   while (from < rows.count) {
     const count = insertSize(rows.count - from);
     try {
-      insertStatements(db).get(columns, count).run(rowValues(installation, write, columns, from, count));
+      insertStatements(db).get(columns, columnsKey, count).run(rowValues(installation, write, columns, from, count));
     } catch (error) {
       if (isKeyConflict(error)) return from;
       throw error;
@@ -184,8 +185,9 @@ class InsertStatements {
 
   constructor(private readonly db: Database) {}
 
-  get(columns: number[], count: number): Statement {
-    const key = `${count}:${columns.join(',')}`;
+  /** `columnsKey`: the columns joined by commas, made once per write. */
+  get(columns: number[], columnsKey: string, count: number): Statement {
+    const key = `${count}:${columnsKey}`;
     let statement = this.statements.get(key);
     if (statement) this.statements.delete(key); // re-inserted below: the Map's order is the use order
     else {
@@ -223,6 +225,7 @@ function insertSql(columns: number[], count: number): string {
 /** The rows from `from` on, one statement each: a sample stored before is replaced, keeping its planner state. */
 function storeOneByOne(db: Database, installation: number, write: SampleWrite, from: number, stored: StoredSamples): void {
   const { plannerSentUtc, rows } = write;
+  if (from === rows.count) return; // all new: the common case
   const insert = db.query(INSERT_SAMPLE);
   const values: (string | number | null)[] = new Array(insertColumns.length);
   const stateColumn = insertColumns.length - 1;
