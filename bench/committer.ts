@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { openStorage } from '../src/db/storage.ts';
 import { sampleFieldNames } from '../src/telemetry/fields.ts';
 import type { SampleRow } from '../src/telemetry/model.ts';
-import { packRows } from '../src/telemetry/store.ts';
+import { sampleWrite } from '../src/telemetry/store.ts';
 import { benchDir, knob, median, rotate } from './lib.ts';
 
 const CALLERS = 32;
@@ -34,7 +34,7 @@ async function writesPerSecond(durability: 'full' | 'fast', maxGroupWrites?: num
     Array.from({ length: CALLERS }, async (_, caller) => {
       const installationId = `00000000-0000-4000-8000-${String(caller).padStart(12, '0')}`;
       for (let utc = 1_764_000_000; performance.now() < deadline; utc += 10) {
-        await storage.committer.write('storeSamples', { installationId, plannerSentUtc: 0, forward: false, rows: packRows(tenRows(utc)) });
+        await storage.committer.write('storeSamples', sampleWrite(installationId, 0, false, tenRows(utc)));
         done += 1;
       }
     }),

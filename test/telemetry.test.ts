@@ -3,7 +3,7 @@ import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.t
 import { limits } from '../src/limits.ts';
 import { sampleFields, type SampleField } from '../src/telemetry/fields.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
-import { packRows } from '../src/telemetry/store.ts';
+import { sampleWrite } from '../src/telemetry/store.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 /** The fixed server clock: 2025-11-25T14:13:20Z. */
@@ -407,7 +407,7 @@ describe('hand-off to the planner forwarder', () => {
     try {
       const installationId = freshInstallation();
       const rows = validateBatch({ installationId, samples: [{ utc: UTC, soc: 1 }, { utc: UTC + 1, soc: 2 }] }, NOW_MS).rows;
-      const write = () => fast.storage.committer.write('storeSamples', { installationId, plannerSentUtc: 0, forward: true, rows: packRows(rows) });
+      const write = () => fast.storage.committer.write('storeSamples', sampleWrite(installationId, 0, true, rows));
       const outcomes = await Promise.all([write(), write()]); // handed in during one tick: one group
       expect(fast.storage.committer.stats).toEqual({ groups: 1, writes: 2, syncs: 0 });
       expect(outcomes).toEqual([

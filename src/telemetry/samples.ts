@@ -2,7 +2,7 @@
 import type { Committer } from '../db/committer.ts';
 import type { SampleForwarder } from './forwarder.ts';
 import type { Batch } from './model.ts';
-import { packRows } from './store.ts';
+import { sampleWrite } from './store.ts';
 
 export class Telemetry {
   constructor(
@@ -14,7 +14,7 @@ export class Telemetry {
   async store({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
     if (rows.length === 0) return;
     const forward = this.forwarder.forwards(installationId);
-    const { added, rewritten } = await this.committer.write('storeSamples', { installationId, plannerSentUtc, forward, rows: packRows(rows) });
+    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows));
     if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
   }
 }

@@ -7,20 +7,31 @@ import type { SampleRow } from './model.ts';
 import { PlannerState } from './schema.ts';
 
 /**
- * Rows as they travel to the writer: every numeric column (utc, numbers, flags) in one Float64Array
- * with NaN for absent, which clones as one copy instead of value by value; text columns apart.
+ * A batch's write as it travels to the writer: two strings and one buffer, because `postMessage`
+ * clones nested objects and typed arrays several times slower than a plain `ArrayBuffer`.
  */
-export interface PackedRows {
-  count: number;
-  numbers: Float64Array;
+export interface SampleWrite {
+  installationId: string;
+  /**
+   * Float64 values: `plannerSentUtc`, whether the planner takes this installation's samples (1 or 0:
+   * new samples after `plannerSentUtc` become pending), then row by row every numeric column (utc,
+   * numbers, flags) with NaN for absent.
+   */
+  packed: ArrayBuffer;
   /** Row by row, the text columns; null when the batch has no text value at all. */
   texts: (string | null)[] | null;
 }
 
-export interface SampleWrite {
-  installationId: string;
+/** The rows of a write as the writer reads them. */
+interface PackedRows {
+  count: number;
+  numbers: Float64Array;
+  texts: (string | null)[] | null;
+}
+
+/** A write read back on the writer. */
+interface SampleBatch {
   plannerSentUtc: number;
-  /** Whether the planner takes this installation's samples: new samples after `plannerSentUtc` become pending. */
   forward: boolean;
   rows: PackedRows;
 }
@@ -29,15 +40,21 @@ export interface SampleWrite {
 const numericColumns = [0, ...sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [] : [i + 1]))];
 const textColumns = sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [i + 1] : []));
 
-export function packRows(rows: SampleRow[]): PackedRows {
+/** Values ahead of the rows in `packed`: plannerSentUtc, forward. */
+const HEADER = 2;
+
+export function sampleWrite(installationId: string, plannerSentUtc: number, forward: boolean, rows: SampleRow[]): SampleWrite {
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
-  const numbers = new Float64Array(rows.length * numericWidth);
+  const packed = new Float64Array(new ArrayBuffer((HEADER + rows.length * numericWidth) * 8));
+  packed[0] = plannerSentUtc;
+  packed[1] = forward ? 1 : 0;
   let texts: (string | null)[] | null = null;
   // Plain loops: this runs for every value of every batch on the request thread.
   for (let r = 0; r < rows.length; r++) {
     const row = rows[r]!;
-    for (let c = 0; c < numericWidth; c++) numbers[r * numericWidth + c] = (row[numericColumns[c]!] as number | null) ?? NaN;
+    const offset = HEADER + r * numericWidth;
+    for (let c = 0; c < numericWidth; c++) packed[offset + c] = (row[numericColumns[c]!] as number | null) ?? NaN;
     for (let c = 0; c < textWidth; c++) {
       const value = row[textColumns[c]!];
       if (value === null) continue;
@@ -45,7 +62,17 @@ export function packRows(rows: SampleRow[]): PackedRows {
       texts[r * textWidth + c] = value as string;
     }
   }
-  return { count: rows.length, numbers, texts };
+  return { installationId, packed: packed.buffer, texts };
+}
+
+function unpack({ packed, texts }: SampleWrite): SampleBatch {
+  const values = new Float64Array(packed);
+  const numbers = values.subarray(HEADER);
+  return {
+    plannerSentUtc: values[0]!,
+    forward: values[1] === 1,
+    rows: { count: numbers.length / numericColumns.length, numbers, texts },
+  };
 }
 
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
@@ -82,13 +109,14 @@ export interface StoredSamples {
 const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const stored: StoredSamples = { added: [], rewritten: false };
   const installation = installationKey(db, write.installationId);
-  const inserted = insertNewSamples(db, installation, write, stored);
-  storeOneByOne(db, installation, write, inserted, stored);
+  const batch = unpack(write);
+  const inserted = insertNewSamples(db, installation, batch, stored);
+  storeOneByOne(db, installation, batch, inserted, stored);
   return stored;
 };
 
 /** Whether a new sample waits for the planner: forwarding is on and the car has not sent it itself. */
-const waitsForPlanner = ({ forward, plannerSentUtc }: SampleWrite, utc: number) => forward && utc > plannerSentUtc;
+const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) => forward && utc > plannerSentUtc;
 
 /**
  * Inserts the write's rows in order, up to `limits.samplesPerInsert` per statement, binding only the
@@ -96,7 +124,7 @@ const waitsForPlanner = ({ forward, plannerSentUtc }: SampleWrite, utc: number) 
  * it). Stops at the first statement that meets a stored sample, which SQLite then undoes alone;
  * answers how many rows went in.
  */
-function insertNewSamples(db: Database, installation: number, write: SampleWrite, stored: StoredSamples): number {
+function insertNewSamples(db: Database, installation: number, write: SampleBatch, stored: StoredSamples): number {
   const { rows } = write;
   const columns = columnsWithValues(rows);
   const columnsKey = columns.join(',');
@@ -150,7 +178,7 @@ const packedIndex = new Map<number, { text: boolean; index: number }>([
 ]);
 
 /** The parameters of `count` rows from `from`: per row the installation, utc, `columns` and the planner state. */
-function rowValues(installation: number, write: SampleWrite, columns: number[], from: number, count: number): (number | string | null)[] {
+function rowValues(installation: number, write: SampleBatch, columns: number[], from: number, count: number): (number | string | null)[] {
   const { numbers, texts } = write.rows;
   const sources = columns.map((position) => packedIndex.get(position)!);
   const values: (number | string | null)[] = [];
@@ -223,7 +251,7 @@ function insertSql(columns: number[], count: number): string {
 }
 
 /** The rows from `from` on, one statement each: a sample stored before is replaced, keeping its planner state. */
-function storeOneByOne(db: Database, installation: number, write: SampleWrite, from: number, stored: StoredSamples): void {
+function storeOneByOne(db: Database, installation: number, write: SampleBatch, from: number, stored: StoredSamples): void {
   const { plannerSentUtc, rows } = write;
   if (from === rows.count) return; // all new: the common case
   const insert = db.query(INSERT_SAMPLE);
