@@ -62,6 +62,8 @@ export const limits = {
   groupWritesMax: 1000,
   /** Samples inserted by one statement at most (a power of two; 64 rows of every column bind 1,984 parameters). */
   samplesPerInsert: 64,
+  /** Batches of up to this many samples go in by one statement of their own count; larger ones by powers of two. */
+  samplesPerExactInsert: 16,
   /** Multi-row sample inserts the writer keeps prepared, by columns and row count. */
   sampleInsertStatements: 64,
   /** How long shutdown waits for in-flight requests before closing connections. */

@@ -143,8 +143,12 @@ function insertNewSamples(db: Database, installation: number, write: SampleBatch
   return from;
 }
 
-/** Rows in the next statement: a power of two, so that few statements serve every batch size. */
+/**
+ * Rows in the next statement: all that are left when few, else a power of two, so that a small batch
+ * takes one statement and few statements serve every batch size.
+ */
 function insertSize(left: number): number {
+  if (left <= limits.samplesPerExactInsert) return left;
   return Math.min(limits.samplesPerInsert, 2 ** Math.floor(Math.log2(left)));
 }
 
