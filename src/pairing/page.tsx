@@ -25,13 +25,16 @@ button.deny{background:#b42318}button.neutral{background:#2f5fb3}
 
 const styleHash = createHash('sha256').update(safeStyle).digest('base64');
 
+/** `Cache-Control` of every answer holding a secret: the pages, and the car's pairing id and token (RFC 6749 5.1). */
+export const NO_STORE = 'no-store';
+
 /** Headers of every `/pair` answer: no script, no framing, nothing cached, no referrer leaking the code. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
-  'Cache-Control': 'no-store',
+  'Cache-Control': NO_STORE,
 };
 
 /** A page to answer with: its status, the page, and headers beyond `PAGE_HEADERS`. */

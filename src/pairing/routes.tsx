@@ -15,7 +15,7 @@ import type { PairingBook } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
 import type { ApprovalLock } from './lock.ts';
 import { parsePoll, parseStart } from './model.ts';
-import { ApprovalPage, CodePage, lockedText, MessagePage, OutcomePage, PAGE_HEADERS, pageAnswer, type PageAnswer } from './page.tsx';
+import { ApprovalPage, CodePage, lockedText, MessagePage, NO_STORE, OutcomePage, PAGE_HEADERS, pageAnswer, type PageAnswer } from './page.tsx';
 
 export interface PairingDeps {
   book: PairingBook;
@@ -33,9 +33,6 @@ interface PageContext {
 }
 
 const UNKNOWN_CODE = 'This code is unknown or has expired. Start pairing again on the car.';
-
-/** The car's answers carry its secrets (the pairing id, then the token): no cache may keep them (RFC 6749 5.1). */
-const NO_STORE = 'no-store';
 
 export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
