@@ -64,8 +64,8 @@ export const limits = {
   samplesPerInsert: 64,
   /** Batches of up to this many samples go in by one statement of their own count; larger ones by powers of two. */
   samplesPerExactInsert: 16,
-  /** Multi-row sample inserts the writer keeps prepared, by columns and row count. */
-  sampleInsertStatements: 64,
+  /** Size of the multi-row sample inserts the writer keeps prepared, in parameters (at most ~5 MiB of statements). */
+  sampleInsertSize: 32_768,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */

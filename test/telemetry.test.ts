@@ -54,6 +54,12 @@ function countRows(installationId: string): number {
   return rowsOf(installationId).length;
 }
 
+/** A usable value of a field: the top of its range, 1 for a flag, a name for text. */
+function usableValue(field: SampleField): number | string {
+  if (field.kind === 'number') return field.max;
+  return field.kind === 'flag' ? 1 : 'model x';
+}
+
 /** Posts one batch of the given samples for a fresh installation. */
 async function postSamples(samples: unknown[]) {
   const installationId = freshInstallation();
@@ -142,31 +148,48 @@ describe('storing', () => {
     );
   });
 
-  test('a re-sent batch whose copies begin past its first statement: new samples added, copies rewritten, none doubled', async () => {
+  test('a re-sent batch whose copies lie inside a later statement: new samples added, copies rewritten, none doubled', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
     const batch = (utcs: number[], soc: number) => ({ installationId, samples: utcs.map((utc) => ({ utc, soc })) });
     const utcs = Array.from({ length: 100 }, (_, i) => UTC - 100 + i);
-    // Rows 64-69 are stored and waiting: 64 rows go in one statement, the next meets them.
-    expect((await post(batch(utcs.slice(64, 70), 1))).body).toMatchObject({ stored: 6 });
+    // Rows 70-75 are stored and waiting: rows 0-63 go in one statement; the next, rows 64-95, meets
+    // them after inserting six rows, which SQLite undoes; those 32 rows then go one by one.
+    expect((await post(batch(utcs.slice(70, 76), 1))).body).toMatchObject({ stored: 6 });
     handOff.changes.length = 0;
     expect((await post(batch(utcs, 2))).body).toMatchObject({ stored: 100 });
     expect(handOff.changes.map(({ added, rewritten }) => ({ utcs: added.map((row) => row[0]), rewritten }))).toEqual([
-      { utcs: [...utcs.slice(0, 64), ...utcs.slice(70)], rewritten: true },
+      { utcs: [...utcs.slice(0, 70), ...utcs.slice(76)], rewritten: true },
     ]);
     expect(rowsOf(installationId).map((row) => [row.utc, row.soc, row.planner_state])).toEqual(utcs.map((utc) => [utc, 2, 1]));
   });
 
-  test('batches of more field combinations than the writer keeps statements for are all stored', async () => {
-    const lone = Object.entries(sampleFields).filter(([, field]) => !('pairedWith' in field && field.pairedWith));
-    const valueOf = (field: SampleField) => (field.kind === 'number' ? field.max : field.kind === 'flag' ? 1 : 'x');
-    const batches = [1, 2, 4].flatMap((count) => lone.map(([name, field]) => ({ name, value: valueOf(field), count })));
-    expect(batches.length).toBeGreaterThan(limits.sampleInsertStatements);
-    for (const { name, value, count } of batches) {
-      const samples = Array.from({ length: count }, (_, i) => ({ utc: UTC + i, [name]: value }));
-      const { body, rows } = await postSamples(samples);
-      expect(body).toMatchObject({ stored: count, droppedCount: 0 });
-      expect(rows.map((row) => row[name])).toEqual(samples.map(() => value));
+  /** A sample with a usable value of every field. */
+  const fullSample = (utc: number) =>
+    Object.fromEntries([['utc', utc], ...Object.entries(sampleFields).map(([name, field]) => [name, usableValue(field)])]) as Record<string, number | string>;
+
+  test('a batch of 64 samples with every field, the largest statement, is stored value for value', async () => {
+    const samples = Array.from({ length: 64 }, (_, i) => fullSample(UTC - 64 + i));
+    const { body, rows } = await postSamples(samples);
+    expect(body).toMatchObject({ stored: 64, droppedCount: 0 });
+    expect(rows.map((row) => Object.fromEntries(Object.keys(samples[0]!).map((name) => [name, row[name]])))).toEqual(samples);
+  });
+
+  test('batches of more column sets than the writer keeps statements for are all stored, twice over', async () => {
+    // Each leaves out one field: 26 sets of 64 rows are more statements than the writer keeps prepared.
+    const leftOut = Object.keys(sampleFields).filter((name) => name !== 'lat' && name !== 'lon');
+    expect(leftOut.length * 64 * (Object.keys(sampleFields).length + 2)).toBeGreaterThan(limits.sampleInsertSize);
+    for (const round of [0, 1]) {
+      for (const name of leftOut) {
+        const samples = Array.from({ length: 64 }, (_, i) => {
+          const { [name]: _left, ...rest } = fullSample(UTC - 64 * (round + 1) + i);
+          return rest;
+        });
+        const { body, rows } = await postSamples(samples);
+        expect(body).toMatchObject({ stored: 64, droppedCount: 0 });
+        const witness = name === 'soc' ? 'soh' : 'soc'; // both at most 100
+        expect(rows.map((row) => [row.utc, row[name], row[witness]])).toEqual(samples.map((sample) => [sample.utc, null, 100]));
+      }
     }
   });
 });

@@ -7,8 +7,9 @@ import type { SampleRow } from './model.ts';
 import { PlannerState } from './schema.ts';
 
 /**
- * A batch's write as it travels to the writer: two strings and one buffer, because `postMessage`
- * clones nested objects and typed arrays several times slower than a plain `ArrayBuffer`.
+ * A batch's write as it travels to the writer: the installation id, one buffer and the texts (null
+ * when the batch has none), because `postMessage` clones nested objects and typed arrays several
+ * times slower than a plain `ArrayBuffer`.
  */
 export interface SampleWrite {
   installationId: string;
@@ -109,9 +110,7 @@ export interface StoredSamples {
 const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const stored: StoredSamples = { added: [], rewritten: false };
   const installation = installationKey(db, write.installationId);
-  const batch = unpack(write);
-  const inserted = insertNewSamples(db, installation, batch, stored);
-  storeOneByOne(db, installation, batch, inserted, stored);
+  insertSamples(db, installation, unpack(write), stored);
   return stored;
 };
 
@@ -121,26 +120,23 @@ const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) 
 /**
  * Inserts the write's rows in order, up to `limits.samplesPerInsert` per statement, binding only the
  * columns some row has a value for (binding a parameter costs about as much as SQLite's own work on
- * it). Stops at the first statement that meets a stored sample, which SQLite then undoes alone;
- * answers how many rows went in.
+ * it). A statement that meets a stored sample is undone by SQLite alone; its rows then go one by one.
  */
-function insertNewSamples(db: Database, installation: number, write: SampleBatch, stored: StoredSamples): number {
+function insertSamples(db: Database, installation: number, write: SampleBatch, stored: StoredSamples): void {
   const { rows } = write;
   const columns = columnsWithValues(rows);
   const columnsKey = columns.join(',');
-  let from = 0;
-  while (from < rows.count) {
-    const count = insertSize(rows.count - from);
+  for (let from = 0, count = 0; from < rows.count; from += count) {
+    count = insertSize(rows.count - from);
     try {
       insertStatements(db).get(columns, columnsKey, count).run(rowValues(installation, write, columns, from, count));
     } catch (error) {
-      if (isKeyConflict(error)) return from;
-      throw error;
+      if (!isKeyConflict(error)) throw error;
+      storeOneByOne(db, installation, write, from, from + count, stored);
+      continue;
     }
     for (let r = from; r < from + count; r++) if (waitsForPlanner(write, rows.numbers[r * numericColumns.length]!)) stored.added.push(r);
-    from += count;
   }
-  return from;
 }
 
 /**
@@ -209,32 +205,37 @@ function isKeyConflict(error: unknown): boolean {
 }
 
 /**
- * Multi-row inserts of the connection, by columns and row count; the least recently used is finalized
- * past `limits.sampleInsertStatements`, as the columns come from the cars.
+ * Multi-row inserts of the connection, by columns and row count. The columns come from the cars, so the
+ * least recently used are finalized once the kept statements' size passes `limits.sampleInsertSize`:
+ * their parameters, plus 100 a statement for its fixed part (measured: ~150 bytes a parameter and
+ * ~15 KiB a statement). Room for about eight column sets at every count up to 16.
  */
 class InsertStatements {
-  private readonly statements = new Map<string, Statement>();
+  private readonly statements = new Map<string, { statement: Statement; size: number }>();
+  private size = 0;
 
   constructor(private readonly db: Database) {}
 
   /** `columnsKey`: the columns joined by commas, made once per write. */
   get(columns: number[], columnsKey: string, count: number): Statement {
     const key = `${count}:${columnsKey}`;
-    let statement = this.statements.get(key);
-    if (statement) this.statements.delete(key); // re-inserted below: the Map's order is the use order
+    let kept = this.statements.get(key);
+    if (kept) this.statements.delete(key); // re-inserted below: the Map's order is the use order
     else {
-      statement = this.db.prepare(insertSql(columns, count));
-      this.evictBeyond(limits.sampleInsertStatements - 1);
+      kept = { statement: this.db.prepare(insertSql(columns, count)), size: 100 + count * (columns.length + 3) };
+      this.size += kept.size;
+      this.evictBeyond(limits.sampleInsertSize);
     }
-    this.statements.set(key, statement);
-    return statement;
+    this.statements.set(key, kept);
+    return kept.statement;
   }
 
   private evictBeyond(size: number): void {
-    for (const [key, statement] of this.statements) {
-      if (this.statements.size <= size) return;
+    for (const [key, kept] of this.statements) {
+      if (this.size <= size) return;
       this.statements.delete(key);
-      statement.finalize();
+      this.size -= kept.size;
+      kept.statement.finalize();
     }
   }
 }
@@ -254,10 +255,9 @@ function insertSql(columns: number[], count: number): string {
   return `INSERT INTO samples (${names.join(', ')}) VALUES ${new Array(count).fill(row).join(', ')}`;
 }
 
-/** The rows from `from` on, one statement each: a sample stored before is replaced, keeping its planner state. */
-function storeOneByOne(db: Database, installation: number, write: SampleBatch, from: number, stored: StoredSamples): void {
+/** Rows `from` to `to` (excluded), one statement each: a sample stored before is replaced, keeping its planner state. */
+function storeOneByOne(db: Database, installation: number, write: SampleBatch, from: number, to: number, stored: StoredSamples): void {
   const { plannerSentUtc, rows } = write;
-  if (from === rows.count) return; // all new: the common case
   const insert = db.query(INSERT_SAMPLE);
   const values: (string | number | null)[] = new Array(insertColumns.length);
   const stateColumn = insertColumns.length - 1;
@@ -265,7 +265,7 @@ function storeOneByOne(db: Database, installation: number, write: SampleBatch, f
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
   values[0] = installation;
-  for (let r = from; r < rows.count; r++) {
+  for (let r = from; r < to; r++) {
     for (let c = 0; c < numericWidth; c++) {
       const value = numbers[r * numericWidth + c]!;
       values[numericColumns[c]! + 1] = value === value ? value : null; // NaN marks an absent value

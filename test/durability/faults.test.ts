@@ -40,3 +40,36 @@ test('disk full: writes answer 500, a log line names it, reads go on, and writes
     await service.close();
   }
 });
+
+test('disk full: a telemetry batch is stored whole or not at all, and storing recovers without a restart', async () => {
+  const service = await startTestService();
+  const samplesIn = () => (service.storage.db.query('SELECT count(*) AS n FROM samples').get() as { n: number }).n;
+  const start = Math.floor(Date.now() / 1000) - 100_000;
+  const batch = (index: number) => ({
+    installationId: INSTALLATION,
+    samples: Array.from({ length: 20 }, (_, i) => ({ utc: start + index * 20 + i, soc: 50, speed: 80, lat: 48.1, lon: 11.5 })),
+  });
+  try {
+    expect((await service.request('POST', '/v1/telemetry', { body: batch(0) })).status).toBe(200);
+    const [{ page_count: pages }] = (await service.storage.committer.writerPragma('page_count')) as [{ page_count: number }];
+    const [{ max_page_count: roomy }] = (await service.storage.committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
+    await service.storage.committer.writerPragma(`max_page_count = ${pages}`);
+
+    let refused: { status: number; body: unknown } | null = null;
+    let accepted = 1;
+    for (let index = 1; index < 2000 && !refused; index++) {
+      const result = await answer(await service.request('POST', '/v1/telemetry', { body: batch(index) }));
+      if (result.status === 200) accepted += 1;
+      else refused = result;
+    }
+    expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
+    expect(samplesIn()).toBe(accepted * 20);
+    expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
+
+    await service.storage.committer.writerPragma(`max_page_count = ${roomy}`);
+    expect((await service.request('POST', '/v1/telemetry', { body: batch(5000) })).status).toBe(200);
+    expect(samplesIn()).toBe(accepted * 20 + 20);
+  } finally {
+    await service.close();
+  }
+});
