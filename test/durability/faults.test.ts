@@ -1,6 +1,6 @@
 /** The database's disk full, simulated on the writer's connection (PRAGMA max_page_count: root ignores chmod). */
 import { expect, test } from 'bun:test';
-import { answer, INSTALLATION, startTestService } from '../support.ts';
+import { answer, INSTALLATION, startTestService, type TestService } from '../support.ts';
 
 const chunk = (recordedAt: number) => ({
   installationId: INSTALLATION,
@@ -10,21 +10,32 @@ const chunk = (recordedAt: number) => ({
   sohPercent: 97,
 });
 
+/** Lets the database grow no more on the writer's connection; answers how to give the room back. */
+async function fillDisk(service: TestService): Promise<() => Promise<unknown>> {
+  const [{ page_count: pages }] = (await service.storage.committer.writerPragma('page_count')) as [{ page_count: number }];
+  const [{ max_page_count: roomy }] = (await service.storage.committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
+  await service.storage.committer.writerPragma(`max_page_count = ${pages}`);
+  return () => service.storage.committer.writerPragma(`max_page_count = ${roomy}`);
+}
+
+/** Sends requests 1, 2, … until one is answered other than `ok` (2000 at most): how many were accepted, and that answer. */
+async function sendUntilRefused(ok: number, send: (index: number) => Promise<Response>) {
+  let accepted = 0;
+  for (let index = 1; index < 2000; index++) {
+    const result = await answer(await send(index));
+    if (result.status !== ok) return { accepted, refused: result };
+    accepted += 1;
+  }
+  return { accepted, refused: null };
+}
+
 test('disk full: writes answer 500, a log line names it, reads go on, and writes recover without a restart', async () => {
   const service = await startTestService();
   try {
     expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(0) })).status).toBe(204);
-    const [{ page_count: pages }] = (await service.storage.committer.writerPragma('page_count')) as [{ page_count: number }];
-    const [{ max_page_count: roomy }] = (await service.storage.committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
-    await service.storage.committer.writerPragma(`max_page_count = ${pages}`);
-
-    let refused: { status: number; body: unknown } | null = null;
-    let accepted = 1;
-    for (let at = 1; at < 2000 && !refused; at++) {
-      const result = await answer(await service.request('PUT', '/v1/consumption/daily', { body: chunk(at) }));
-      if (result.status === 204) accepted += 1;
-      else refused = result;
-    }
+    const giveRoomBack = await fillDisk(service);
+    const { accepted: acceptedAfter, refused } = await sendUntilRefused(204, (at) => service.request('PUT', '/v1/consumption/daily', { body: chunk(at) }));
+    const accepted = 1 + acceptedAfter;
     expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
     expect(service.log.lines.some((line) => line.includes('request.failed') && line.includes('database or disk is full'))).toBe(true);
 
@@ -33,7 +44,7 @@ test('disk full: writes answer 500, a log line names it, reads go on, and writes
     expect((history.body as { lifetime: { km: number } }).lifetime.km).toBe(accepted);
     expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
 
-    await service.storage.committer.writerPragma(`max_page_count = ${roomy}`);
+    await giveRoomBack();
     expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(5000) })).status).toBe(204);
     expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: accepted + 1 });
   } finally {
@@ -51,22 +62,14 @@ test('disk full: a telemetry batch is stored whole or not at all, and storing re
   });
   try {
     expect((await service.request('POST', '/v1/telemetry', { body: batch(0) })).status).toBe(200);
-    const [{ page_count: pages }] = (await service.storage.committer.writerPragma('page_count')) as [{ page_count: number }];
-    const [{ max_page_count: roomy }] = (await service.storage.committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
-    await service.storage.committer.writerPragma(`max_page_count = ${pages}`);
-
-    let refused: { status: number; body: unknown } | null = null;
-    let accepted = 1;
-    for (let index = 1; index < 2000 && !refused; index++) {
-      const result = await answer(await service.request('POST', '/v1/telemetry', { body: batch(index) }));
-      if (result.status === 200) accepted += 1;
-      else refused = result;
-    }
+    const giveRoomBack = await fillDisk(service);
+    const { accepted: acceptedAfter, refused } = await sendUntilRefused(200, (index) => service.request('POST', '/v1/telemetry', { body: batch(index) }));
+    const accepted = 1 + acceptedAfter;
     expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
     expect(samplesIn()).toBe(accepted * 20);
     expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
 
-    await service.storage.committer.writerPragma(`max_page_count = ${roomy}`);
+    await giveRoomBack();
     expect((await service.request('POST', '/v1/telemetry', { body: batch(5000) })).status).toBe(200);
     expect(samplesIn()).toBe(accepted * 20 + 20);
   } finally {
