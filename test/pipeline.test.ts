@@ -210,8 +210,7 @@ test("a writer that dies settles the server's fatal promise and logs writer.fail
   const log = createMemoryLogger();
   const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
   try {
-    // The writer thread ends without an error, as when it is killed.
-    (running.storage.committer as unknown as { worker: Worker }).worker.terminate();
+    running.storage.committer.killWriter(); // ends without an error, as when it is killed
     expect((await running.fatal).message).toBe('writer exited');
     expect(log.lines.filter((line) => line.includes('error writer.failed'))).toEqual([expect.stringContaining('reason="writer exited"')]);
   } finally {

@@ -142,6 +142,11 @@ export class Committer {
     });
   }
 
+  /** Fault seam: ends the writer thread without a word, as a kill would (tests of the crash path only). */
+  killWriter(): void {
+    this.worker.terminate();
+  }
+
   get stats(): CommitterStats {
     return { groups: this.groups, writes: this.writes, syncs: this.walSync?.syncs ?? 0 };
   }
