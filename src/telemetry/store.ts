@@ -44,6 +44,7 @@ const textColumns = sampleFieldNames.flatMap((name, i) => (sampleFields[name].ki
 /** Values ahead of the rows in `packed`: plannerSentUtc, forward. */
 const HEADER = 2;
 
+/** The write of a batch's usable rows (as the validator gives them), made on the request thread. */
 export function sampleWrite(installationId: string, plannerSentUtc: number, forward: boolean, rows: SampleRow[]): SampleWrite {
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
@@ -105,7 +106,7 @@ export interface StoredSamples {
  * Stores a batch's usable samples (all or none, as one write). Answers which rows it made pending
  * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it
  * rewrote waiting ones, so the forwarder learns what changed without reading the outbox.
- * New samples go in many rows per statement; from the first that meets a stored one, one by one.
+ * New samples go in many rows per statement; the rows of a statement that meets a stored one, one by one.
  */
 const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const stored: StoredSamples = { added: [], rewritten: false };
