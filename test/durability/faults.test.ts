@@ -10,42 +10,42 @@ const chunk = (recordedAt: number) => ({
   sohPercent: 97,
 });
 
-/** Lets the database grow no more on the writer's connection; answers how to give the room back. */
-async function fillDisk(service: TestService): Promise<() => Promise<unknown>> {
-  const [{ page_count: pages }] = (await service.storage.committer.writerPragma('page_count')) as [{ page_count: number }];
-  const [{ max_page_count: roomy }] = (await service.storage.committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
-  await service.storage.committer.writerPragma(`max_page_count = ${pages}`);
-  return () => service.storage.committer.writerPragma(`max_page_count = ${roomy}`);
-}
-
-/** Sends requests 1, 2, … until one is answered other than `ok` (2000 at most): how many were accepted, and that answer. */
-async function sendUntilRefused(ok: number, send: (index: number) => Promise<Response>) {
-  let accepted = 0;
-  for (let index = 1; index < 2000; index++) {
+/**
+ * The drill: one write with room, then the disk filled (the database may grow no more on the writer's
+ * connection) and writes 1, 2, … until one is refused: it must be a 500, and the database sound.
+ * Answers how many writes were accepted in all, and how to give the room back.
+ */
+async function fillDiskUntilRefused(service: TestService, ok: number, send: (index: number) => Promise<Response>) {
+  expect((await send(0)).status).toBe(ok);
+  const { committer } = service.storage;
+  const [{ page_count: pages }] = (await committer.writerPragma('page_count')) as [{ page_count: number }];
+  const [{ max_page_count: roomy }] = (await committer.writerPragma('max_page_count')) as [{ max_page_count: number }];
+  await committer.writerPragma(`max_page_count = ${pages}`);
+  let accepted = 1;
+  let refused: { status: number; body: unknown } | null = null;
+  for (let index = 1; index < 2000 && !refused; index++) {
     const result = await answer(await send(index));
-    if (result.status !== ok) return { accepted, refused: result };
-    accepted += 1;
+    if (result.status === ok) accepted += 1;
+    else refused = result;
   }
-  return { accepted, refused: null };
+  expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
+  expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
+  return { accepted, giveRoomBack: () => committer.writerPragma(`max_page_count = ${roomy}`) };
 }
 
 test('disk full: writes answer 500, a log line names it, reads go on, and writes recover without a restart', async () => {
   const service = await startTestService();
   try {
-    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(0) })).status).toBe(204);
-    const giveRoomBack = await fillDisk(service);
-    const { accepted: acceptedAfter, refused } = await sendUntilRefused(204, (at) => service.request('PUT', '/v1/consumption/daily', { body: chunk(at) }));
-    const accepted = 1 + acceptedAfter;
-    expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
+    const put = (at: number) => service.request('PUT', '/v1/consumption/daily', { body: chunk(at) });
+    const { accepted, giveRoomBack } = await fillDiskUntilRefused(service, 204, put);
     expect(service.log.lines.some((line) => line.includes('request.failed') && line.includes('database or disk is full'))).toBe(true);
 
     const history = await answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`));
     expect(history.status).toBe(200);
     expect((history.body as { lifetime: { km: number } }).lifetime.km).toBe(accepted);
-    expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
 
     await giveRoomBack();
-    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(5000) })).status).toBe(204);
+    expect((await put(5000)).status).toBe(204);
     expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: accepted + 1 });
   } finally {
     await service.close();
@@ -61,16 +61,12 @@ test('disk full: a telemetry batch is stored whole or not at all, and storing re
     samples: Array.from({ length: 20 }, (_, i) => ({ utc: start + index * 20 + i, soc: 50, speed: 80, lat: 48.1, lon: 11.5 })),
   });
   try {
-    expect((await service.request('POST', '/v1/telemetry', { body: batch(0) })).status).toBe(200);
-    const giveRoomBack = await fillDisk(service);
-    const { accepted: acceptedAfter, refused } = await sendUntilRefused(200, (index) => service.request('POST', '/v1/telemetry', { body: batch(index) }));
-    const accepted = 1 + acceptedAfter;
-    expect(refused).toEqual({ status: 500, body: { error: 'internal server error' } });
+    const post = (index: number) => service.request('POST', '/v1/telemetry', { body: batch(index) });
+    const { accepted, giveRoomBack } = await fillDiskUntilRefused(service, 200, post);
     expect(samplesIn()).toBe(accepted * 20);
-    expect(service.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
 
     await giveRoomBack();
-    expect((await service.request('POST', '/v1/telemetry', { body: batch(5000) })).status).toBe(200);
+    expect((await post(5000)).status).toBe(200);
     expect(samplesIn()).toBe(accepted * 20 + 20);
   } finally {
     await service.close();
