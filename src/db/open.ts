@@ -12,8 +12,10 @@ export class StorageError extends Error {
 
 const SQLITE_HEADER = 'SQLite format 3\0';
 
-/** Opens (creating when absent) the database file with the service's pragmas. */
-/** A path that cannot hold the database is a StorageError naming it, in one line. */
+/**
+ * Opens (creating when absent) the database file with the service's pragmas. A path that cannot hold
+ * the database is a StorageError naming it, in one line.
+ */
 export function openDatabase(path: string, durability: Durability, options: { syncApart?: boolean } = {}): Database {
   let db: Database | undefined;
   try {

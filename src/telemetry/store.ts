@@ -23,18 +23,13 @@ export interface SampleWrite {
   texts: (string | null)[] | null;
 }
 
-/** The rows of a write as the writer reads them. */
-interface PackedRows {
-  count: number;
-  numbers: Float64Array;
-  texts: (string | null)[] | null;
-}
-
-/** A write read back on the writer. */
+/** A write read back on the writer: `numbers` and `texts` laid out as in `SampleWrite`. */
 interface SampleBatch {
   plannerSentUtc: number;
   forward: boolean;
-  rows: PackedRows;
+  count: number;
+  numbers: Float64Array;
+  texts: (string | null)[] | null;
 }
 
 /** Row positions (0 = utc) of the numeric and of the text columns. */
@@ -70,11 +65,7 @@ export function sampleWrite(installationId: string, plannerSentUtc: number, forw
 function unpack({ packed, texts }: SampleWrite): SampleBatch {
   const values = new Float64Array(packed);
   const numbers = values.subarray(HEADER);
-  return {
-    plannerSentUtc: values[0]!,
-    forward: values[1] === 1,
-    rows: { count: numbers.length / numericColumns.length, numbers, texts },
-  };
+  return { plannerSentUtc: values[0]!, forward: values[1] === 1, count: numbers.length / numericColumns.length, numbers, texts };
 }
 
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
@@ -124,21 +115,24 @@ const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) 
  * it). A statement that meets a stored sample is undone by SQLite alone; its rows then go one by one.
  */
 function insertSamples(db: Database, installation: number, write: SampleBatch, stored: StoredSamples): void {
-  const { rows } = write;
-  const columns = columnsWithValues(rows);
+  const columns = columnsWithValues(write);
   const columnsKey = columns.join(',');
-  for (let from = 0, count = 0; from < rows.count; from += count) {
-    count = insertSize(rows.count - from);
+  const sources = columns.map(sourceOf);
+  const statements = insertStatements(db);
+  for (let from = 0, count = 0; from < write.count; from += count) {
+    count = insertSize(write.count - from);
     try {
-      insertStatements(db).get(columns, columnsKey, count).run(rowValues(installation, write, columns, from, count));
+      statements.get(columns, columnsKey, count).run(rowValues(installation, write, sources, from, count));
     } catch (error) {
       if (!isKeyConflict(error)) throw error;
       storeOneByOne(db, installation, write, from, from + count, stored);
       continue;
     }
-    for (let r = from; r < from + count; r++) if (waitsForPlanner(write, rows.numbers[r * numericColumns.length]!)) stored.added.push(r);
+    for (let r = from; r < from + count; r++) if (waitsForPlanner(write, utcOf(write, r))) stored.added.push(r);
   }
 }
+
+const utcOf = ({ numbers }: SampleBatch, row: number) => numbers[row * numericColumns.length]!;
 
 /**
  * Rows in the next statement: all that are left when few, else a power of two, so that a small batch
@@ -150,7 +144,7 @@ function insertSize(left: number): number {
 }
 
 /** The field columns (row positions, in order) holding a value in some row. */
-function columnsWithValues({ count, numbers, texts }: PackedRows): number[] {
+function columnsWithValues({ count, numbers, texts }: SampleBatch): number[] {
   const present: number[] = [];
   for (let c = 1; c < numericColumns.length; c++) {
     for (let r = 0; r < count; r++) {
@@ -172,23 +166,31 @@ function columnsWithValues({ count, numbers, texts }: PackedRows): number[] {
   return present.sort((a, b) => a - b);
 }
 
-/** Where each row position's value lies in a packed row: its index among the numeric or the text columns. */
-const packedIndex = new Map<number, { text: boolean; index: number }>([
-  ...numericColumns.map((position, index) => [position, { text: false, index }] as const),
-  ...textColumns.map((position, index) => [position, { text: true, index }] as const),
-]);
+/** Where a field column's value lies in a packed row: its index among the numeric or the text columns. */
+interface Source {
+  text: boolean;
+  index: number;
+}
 
-/** The parameters of `count` rows from `from`: per row the installation, utc, `columns` and the planner state. */
-function rowValues(installation: number, write: SampleBatch, columns: number[], from: number, count: number): (number | string | null)[] {
-  const { numbers, texts } = write.rows;
-  const sources = columns.map((position) => packedIndex.get(position)!);
+/** The source of the field column at row `position`. */
+function sourceOf(position: number): Source {
+  const numeric = numericColumns.indexOf(position);
+  return numeric >= 0 ? { text: false, index: numeric } : { text: true, index: textColumns.indexOf(position) };
+}
+
+/** The sources of every field column, in order: the one-by-one path binds them all. */
+const everyField: Source[] = fieldColumns.map((_, i) => sourceOf(i + 1));
+
+/** The parameters of `count` rows from `from`: per row the installation, utc, the `sources`' values and the planner state. */
+function rowValues(installation: number, write: SampleBatch, sources: Source[], from: number, count: number): (number | string | null)[] {
+  const { numbers, texts } = write;
   const values: (number | string | null)[] = [];
   // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
   for (let r = from; r < from + count; r++) {
-    const utc = numbers[r * numericColumns.length]!;
+    const utc = utcOf(write, r);
     values.push(installation, utc);
     for (const { text, index } of sources) {
-      if (text) values.push(texts![r * textColumns.length + index] ?? null);
+      if (text) values.push(texts?.[r * textColumns.length + index] ?? null); // no texts: the batch has none
       else {
         const value = numbers[r * numericColumns.length + index]!;
         values.push(value === value ? value : null); // NaN marks an absent value
@@ -258,31 +260,18 @@ function insertSql(columns: number[], count: number): string {
 
 /** Rows `from` to `to` (excluded), one statement each: a sample stored before is replaced, keeping its planner state. */
 function storeOneByOne(db: Database, installation: number, write: SampleBatch, from: number, to: number, stored: StoredSamples): void {
-  const { plannerSentUtc, rows } = write;
   const insert = db.query(INSERT_SAMPLE);
-  const values: (string | number | null)[] = new Array(insertColumns.length);
-  const stateColumn = insertColumns.length - 1;
-  const { numbers, texts } = rows;
-  const numericWidth = numericColumns.length;
-  const textWidth = textColumns.length;
-  values[0] = installation;
   for (let r = from; r < to; r++) {
-    for (let c = 0; c < numericWidth; c++) {
-      const value = numbers[r * numericWidth + c]!;
-      values[numericColumns[c]! + 1] = value === value ? value : null; // NaN marks an absent value
-    }
-    for (let c = 0; c < textWidth; c++) values[textColumns[c]! + 1] = texts?.[r * textWidth + c] ?? null;
-    const forPlanner = waitsForPlanner(write, values[1] as number);
-    values[stateColumn] = forPlanner ? PlannerState.pending : PlannerState.none;
+    const values = rowValues(installation, write, everyField, r, 1); // INSERT_SAMPLE's parameters
     if (insert.run(...values).changes === 1) {
-      if (forPlanner) stored.added.push(r);
+      if (waitsForPlanner(write, utcOf(write, r))) stored.added.push(r);
       continue;
     }
     if (replaceSample(db, values) !== PlannerState.pending) continue;
     // A waiting sample sent again: what the forwarder holds of it is stale.
     stored.rewritten = true;
     // At or before plannerSentUtc: the car gave it to the planner itself.
-    if ((values[1] as number) <= plannerSentUtc) db.query(WITHDRAW_SAMPLE).run(values[0]!, values[1]!);
+    if (utcOf(write, r) <= write.plannerSentUtc) db.query(WITHDRAW_SAMPLE).run(installation, utcOf(write, r));
   }
 }
 
