@@ -211,7 +211,7 @@ function isKeyConflict(error: unknown): boolean {
  * Multi-row inserts of the connection, by columns and row count. The columns come from the cars, so the
  * least recently used are finalized once the kept statements' size passes `limits.sampleInsertSize`:
  * their parameters, plus 100 a statement for its fixed part (measured: ~150 bytes a parameter and
- * ~15 KiB a statement). Room for about eight column sets at every count up to 16.
+ * ~15 KiB a statement). Room for five to nine column sets (all 28 fields to about 12) at every count up to 16.
  */
 class InsertStatements {
   private readonly statements = new Map<string, { statement: Statement; size: number }>();
