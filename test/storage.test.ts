@@ -18,9 +18,9 @@ const T0 = 1_764_080_000;
 test('a file that is not an SQLite database is refused and left as it was', async () => {
   const path = join(tempDir(), 'notes.db');
   writeFileSync(path, 'my precious notes, not a database\n'.repeat(100));
-  await expect(openStorage({ databasePath: path, durability: 'full' })).rejects.toThrow(
-    `DATABASE_PATH ${path} is not an SQLite database; refusing to open it`,
-  );
+  const refused = await openStorage({ databasePath: path, durability: 'full' }).catch((error: Error) => error);
+  expect(refused).toBeInstanceOf(StorageError);
+  expect((refused as Error).message).toBe(`DATABASE_PATH ${path} is not an SQLite database; refusing to open it`);
   expect(readFileSync(path, 'utf8')).toBe('my precious notes, not a database\n'.repeat(100));
 });
 
