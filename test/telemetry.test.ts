@@ -1,10 +1,14 @@
+import type { Statement } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { openDatabase } from '../src/db/open.ts';
+import { openStorage } from '../src/db/storage.ts';
 import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
 import { limits } from '../src/limits.ts';
 import { sampleFields, type SampleField } from '../src/telemetry/fields.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
-import { sampleWrite } from '../src/telemetry/store.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { sampleWrite, telemetryWrites } from '../src/telemetry/store.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
 
 /** The fixed server clock: 2025-11-25T14:13:20Z. */
 const NOW_S = 1_764_080_000;
@@ -175,16 +179,55 @@ describe('storing', () => {
     expect(rows.map((row) => Object.fromEntries(Object.keys(samples[0]!).map((name) => [name, row[name]])))).toEqual(samples);
   });
 
+  /** Fields that may be left out alone (a coordinate without its partner is dropped). */
+  const leftOut = Object.keys(sampleFields).filter((name) => name !== 'lat' && name !== 'lon');
+  /** 64 samples from `utc` with every field but `name`. */
+  const withoutField = (name: string, utc: number) =>
+    Array.from({ length: 64 }, (_, i) => {
+      const { [name]: _left, ...rest } = fullSample(utc + i);
+      return rest;
+    });
+
+  test('the writer keeps its multi-row inserts within their size bound, finalizing the least recently used', async () => {
+    const path = join(tempDir(), 'ev.db');
+    await (await openStorage({ databasePath: path, durability: 'fast' })).close();
+    const db = openDatabase(path, 'fast');
+    const live = new Map<Statement, number>(); // size as the bound counts it: 100 + parameters
+    let finalized = 0;
+    let largest = 0;
+    const prepare = db.prepare.bind(db);
+    db.prepare = ((sql: string) => {
+      const statement = prepare(sql);
+      live.set(statement, 100 + sql.split('?').length - 1);
+      largest = Math.max(largest, [...live.values()].reduce((sum, size) => sum + size, 0));
+      const finalize = statement.finalize.bind(statement);
+      statement.finalize = () => {
+        live.delete(statement);
+        finalized += 1;
+        finalize();
+      };
+      return statement;
+    }) as typeof db.prepare;
+    try {
+      for (const name of leftOut) {
+        const { rows } = validateBatch({ installationId: INSTALLATION, samples: withoutField(name, UTC - 64) }, NOW_MS);
+        telemetryWrites.storeSamples(db, sampleWrite(installationNumbered(leftOut.indexOf(name)), 0, false, rows));
+      }
+      expect(finalized).toBeGreaterThan(0);
+      // The statement just prepared may pass the bound until the oldest make room.
+      expect(largest - 100 - 64 * 33).toBeLessThanOrEqual(limits.sampleInsertSize);
+      expect([...live.values()].reduce((sum, size) => sum + size, 0)).toBeLessThanOrEqual(limits.sampleInsertSize);
+      expect(db.query('SELECT count(*) AS n FROM samples').get()).toEqual({ n: leftOut.length * 64 });
+    } finally {
+      db.close(true);
+    }
+  });
+
   test('batches of more column sets than the writer keeps statements for are all stored, twice over', async () => {
     // Each leaves out one field: 26 sets of 64 rows are more statements than the writer keeps prepared.
-    const leftOut = Object.keys(sampleFields).filter((name) => name !== 'lat' && name !== 'lon');
-    expect(leftOut.length * 64 * (Object.keys(sampleFields).length + 2)).toBeGreaterThan(limits.sampleInsertSize);
     for (const round of [0, 1]) {
       for (const name of leftOut) {
-        const samples = Array.from({ length: 64 }, (_, i) => {
-          const { [name]: _left, ...rest } = fullSample(UTC - 64 * (round + 1) + i);
-          return rest;
-        });
+        const samples = withoutField(name, UTC - 64 * (round + 1));
         const { body, rows } = await postSamples(samples);
         expect(body).toMatchObject({ stored: 64, droppedCount: 0 });
         const witness = name === 'soc' ? 'soh' : 'soc'; // both at most 100
