@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 import { compiledBinary, startBinary } from './binary.ts';
-import { OWNER_TOKEN, tempDir } from './support.ts';
+import { INSTALLATION, OWNER_TOKEN, tempDir } from './support.ts';
 
 let binary: string;
 beforeAll(async () => {
@@ -52,6 +52,15 @@ describe('serving', () => {
     expect(await health.json()).toEqual({ status: 'ok' });
     const denied = await fetch(new URL('/v1/nothing', server.url), { method: 'POST' });
     expect(denied.status).toBe(404);
+    // More than 16 samples, stored through the writer's prepared multi-row inserts: a stop still leaves no WAL.
+    const utc = Math.floor(Date.now() / 1000) - 100;
+    const samples = Array.from({ length: 20 }, (_, i) => ({ utc: utc + i, soc: 50 }));
+    const stored = await fetch(new URL('/v1/telemetry', server.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ installationId: INSTALLATION, samples }),
+    });
+    expect(await stored.json()).toEqual({ stored: 20, droppedCount: 0, dropped: [] });
     expect(await server.stop('SIGTERM')).toBe(0);
 
     const path = join(cwd, 'data', 'ev-ingest.db');
@@ -60,6 +69,7 @@ describe('serving', () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
     const db = new Database(path, { readonly: true });
     expect(db.query("SELECT name FROM sqlite_master WHERE name = 'devices'").get()).toEqual({ name: 'devices' });
+    expect(db.query('SELECT count(*) AS n FROM samples').get()).toEqual({ n: 20 });
     db.close();
   });
 
