@@ -2,7 +2,7 @@
  * The only reader of the environment. The environment is checked once, at start-up; anything
  * unusable stops the process with one line naming the variable and the rule.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { limits } from './limits.ts';
 import type { LogLevel } from './log.ts';
@@ -54,15 +54,22 @@ const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
 /** The effective environment: the process environment over the `.env` file of the working directory. */
 export function readEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
   const dotenvPath = join(cwd, '.env');
-  const fromFile = existsSync(dotenvPath) ? parseDotenv(readDotenv(dotenvPath)) : {};
-  return { ...fromFile, ...processEnv };
+  // Read without checking first: a .env that disappears after a check would refuse the start (ENOENT).
+  const dotenv = readSettingsFile(dotenvPath, (code) => `${dotenvPath} cannot be read (${code}); fix or remove it`, '');
+  return { ...parseDotenv(dotenv), ...processEnv };
 }
 
-function readDotenv(path: string): string {
+/**
+ * A settings file's text; where `absentAs` is given, a file that does not exist reads as it. Any other
+ * OS error refuses the start with `refusal(code)`, one line that never holds the contents.
+ */
+function readSettingsFile(path: string, refusal: (code: string) => string, absentAs?: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); fix or remove it`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && absentAs !== undefined) return absentAs;
+    throw new ConfigError(refusal(code ?? 'error'));
   }
 }
 
@@ -84,12 +91,8 @@ export function withSecrets(env: Env): Env {
 }
 
 function readSecretFile(name: string, path: string): string {
-  let secret: string;
-  try {
-    secret = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
-  } catch (error) {
-    throw new ConfigError(`${name}_FILE names a file that cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
+  const refusal = (code: string) => `${name}_FILE names a file that cannot be read (${code})`;
+  const secret = readSettingsFile(path, refusal).replace(/\r?\n$/, '');
   // An empty plain variable means unset; an empty secret file is a provisioning mistake, not a choice.
   if (secret === '') throw new ConfigError(`${name}_FILE names an empty file; put the value in it or unset ${name}_FILE`);
   return secret;

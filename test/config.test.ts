@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, databasePath, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, withSecrets, type Env } from '../src/config.ts';
 import { tempDir } from './support.ts';
@@ -109,10 +109,22 @@ describe('readEnvironment', () => {
     expect(env.HOST).toBe('::1');
   });
 
+  test('no .env in the working directory is read as no settings at all, not as a refusal', () => {
+    expect(readEnvironment({ HOST: '::1' }, tempDir())).toEqual({ HOST: '::1' });
+  });
+
   test('a .env that cannot be read refuses the start with one line naming it', () => {
     const dir = tempDir();
     mkdirSync(join(dir, '.env'));
     expect(() => readEnvironment({}, dir)).toThrow(new ConfigError(`${join(dir, '.env')} cannot be read (EISDIR); fix or remove it`));
+  });
+
+  // A check before the read (existsSync) would call this .env absent and start without it.
+  test('a .env that is a link to itself is read, not checked first, and refuses the start', () => {
+    const dir = tempDir();
+    const dotenvPath = join(dir, '.env');
+    symlinkSync(dotenvPath, dotenvPath);
+    expect(() => readEnvironment({}, dir)).toThrow(new ConfigError(`${dotenvPath} cannot be read (ELOOP); fix or remove it`));
   });
 
   test('<NAME>_FILE supplies a secret without its trailing newline', () => {
