@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, databasePath, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, withSecrets, type Env } from '../src/config.ts';
+import { limits } from '../src/limits.ts';
 import { tempDir } from './support.ts';
 
 const TOKEN = 'a-valid-ingest-token-of-24+';
@@ -152,10 +153,18 @@ describe('readEnvironment', () => {
     );
   });
 
-  test('an unreadable <NAME>_FILE refuses to start without printing its contents', () => {
+  test('a <NAME>_FILE that cannot be read refuses to start, naming the variable and the reason', () => {
     expect(() => withSecrets(readEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir()))).toThrow(
       'PLANNER_API_KEY_FILE names a file that cannot be read (ENOENT)',
     );
+  });
+
+  test('a secret read from its file and then refused is not printed', () => {
+    const path = join(tempDir(), 'token');
+    writeFileSync(path, 'short-secret-value\n');
+    const message = refusal(withSecrets(readEnvironment({ INGEST_TOKEN_FILE: path }, tempDir())));
+    expect(message).toStartWith(`INGEST_TOKEN must be set to at least ${limits.ingestTokenMinChars} characters`);
+    expect(message).not.toContain('short-secret-value');
   });
 
   test('EV_INGEST_BENCH_GROUP_WRITES (a benchmark switch) is unset by default, else a positive whole number', () => {
