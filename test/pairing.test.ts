@@ -286,6 +286,29 @@ describe('POST /v1/pair/poll', () => {
   });
 });
 
+describe("the car's pairing answers", () => {
+  test('every car route answers with no-store, whatever it tells: they hold the pairing id or the token', async () => {
+    await start();
+    const carRoutes = service.app.routes.filter(({ path }) => path.startsWith('/v1/pair/')).map(({ method, path }) => `${method} ${path}`);
+    expect(carRoutes.sort()).toEqual(['POST /v1/pair/poll', 'POST /v1/pair/start']); // a new one belongs below too
+    /** The answer's status, its cache control and, for a poll, what it tells the car. */
+    const answerOf = async (path: string, body: object) => {
+      const response = await service.request('POST', path, { body, token: null });
+      return [response.status, response.headers.get('cache-control'), ((await response.json()) as { status?: string }).status];
+    };
+    const pollOf = (pairingId: string) => answerOf('/v1/pair/poll', { pairingId });
+    expect(await answerOf('/v1/pair/start', { installationId: INSTALLATION })).toEqual([200, 'no-store', undefined]);
+    const approved = await startPairing(service, INSTALLATION);
+    const denied = await startPairing(service, OTHER_INSTALLATION);
+    expect(await pollOf(approved.pairingId)).toEqual([200, 'no-store', 'pending']);
+    await decide(service, approved.userCode, 'approve');
+    await decide(service, denied.userCode, 'deny');
+    expect(await pollOf(approved.pairingId)).toEqual([200, 'no-store', 'approved']);
+    expect(await pollOf(denied.pairingId)).toEqual([200, 'no-store', 'denied']);
+    expect(await pollOf(approved.pairingId)).toEqual([200, 'no-store', 'expired']);
+  });
+});
+
 const styleHash = (html: string) =>
   createHash('sha256').update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!).digest('base64');
 

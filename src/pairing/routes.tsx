@@ -105,12 +105,25 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   return new Elysia({ name: 'pairing' })
     // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
     .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
+    .use(carRoutes(book, config))
+    .get('/pair', page(showCode))
+    .post('/pair', page(decide), handlerReadsBody)
+    .all('/pair', page(notAllowed), handlerReadsBody);
+}
+
+/**
+ * The car's JSON endpoints. Their answers hold its pairing id or token, so none may be cached (RFC 6749
+ * 5.1): one rule for all of them, local to this instance, not a line each route could forget.
+ */
+function carRoutes(book: PairingBook, config: PairingDeps['config']) {
+  return new Elysia()
+    // After the handler only: a refusal (answered by the app's onError) holds no secret.
+    .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
     .post(
       '/v1/pair/start',
-      async ({ request, set }) => {
+      async ({ request }) => {
         const { installationId, name } = parseStart(await readJsonObject(request, pairingBody));
         const pairing = await book.start(installationId, name);
-        set.headers['cache-control'] = NO_STORE;
         const userCode = displayUserCode(pairing.userCode);
         return {
           pairingId: pairing.pairingId,
@@ -122,18 +135,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
       },
       handlerReadsBody,
     )
-    .post(
-      '/v1/pair/poll',
-      async ({ request, set }) => {
-        const answer = await book.poll(parsePoll(await readJsonObject(request, pairingBody)));
-        set.headers['cache-control'] = NO_STORE;
-        return answer;
-      },
-      handlerReadsBody,
-    )
-    .get('/pair', page(showCode))
-    .post('/pair', page(decide), handlerReadsBody)
-    .all('/pair', page(notAllowed), handlerReadsBody);
+    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, pairingBody))), handlerReadsBody);
 }
 
 async function notAllowed(): Promise<PageAnswer> {
