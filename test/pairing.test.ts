@@ -536,11 +536,14 @@ describe('an approval still being saved', () => {
     const request = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(request, 'approve');
     expect(await book.decide(request, 'approve')).toBe('approving');
-    await book.start(INSTALLATION, 'MG4 again'); // the car started over: the first request is gone
+    const again = await book.start(INSTALLATION, 'MG4 again'); // the car started over: the first request is gone
     commit();
     expect(await deciding).toBe('expired');
     expect(revoked).toEqual(['device-1']);
     expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
+    // Forgetting the first request left the installation's open request alone: a third start still replaces it.
+    await book.start(INSTALLATION, 'MG4 third');
+    expect([await book.poll(again.pairingId), book.size]).toEqual([{ status: 'expired' }, 1]);
   });
 
   test('an approval saved only after the request expired is expired: its device is revoked, the car never gets it', async () => {
@@ -554,6 +557,24 @@ describe('an approval still being saved', () => {
     expect(revoked).toEqual(['device-1']);
     expect(book.size).toBe(0);
     expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
+  });
+
+  test('a request that expired while its approval was saved leaves its code to a later request that drew it again', async () => {
+    const { registry, commit, revoked } = slowRegistry();
+    const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second request draws the first one's code (C if it were still taken)
+    const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), log: createMemoryLogger() });
+    const first = await book.start(INSTALLATION, 'MG4');
+    const deciding = book.decide(first, 'approve');
+    clock += 10 * MINUTE;
+    const second = await book.start(OTHER_INSTALLATION, 'ID.3'); // its sweep forgets the expired first request
+    expect(second.userCode).toBe(first.userCode);
+    commit();
+    expect(await deciding).toBe('expired'); // forgets the first request again, but the code is no longer its own
+    expect(revoked).toEqual(['device-1']);
+    expect(book.find('BBBBBBBB')).toBe(second);
+    const page = await routes.handle(new Request('http://localhost/pair?code=BBBB-BBBB'));
+    expect(await expectPage(page, 200)).toContain(OTHER_INSTALLATION);
   });
 
   test('the /pair page shows "Being approved" to a look and to a second decision meanwhile, then the outcome', async () => {

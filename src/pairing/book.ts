@@ -40,6 +40,8 @@ export class PairingBook {
     private readonly devices: DeviceRegistry,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    /** Draws a user code; injectable so that tests can make two requests draw the same one. */
+    private readonly drawUserCode: () => string = newUserCode,
   ) {}
 
   get size(): number {
@@ -172,8 +174,8 @@ export class PairingBook {
   }
 
   private unusedUserCode(): string {
-    let code = newUserCode();
-    while (this.byCode.has(code)) code = newUserCode();
+    let code = this.drawUserCode();
+    while (this.byCode.has(code)) code = this.drawUserCode();
     return code;
   }
 }
