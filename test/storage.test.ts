@@ -103,3 +103,26 @@ test('a database of the first schema keeps every sample across the move to numbe
     await storage.close();
   }
 });
+
+test('a database of the second schema keeps its devices, and then counts their changes', async () => {
+  const dir = tempDir();
+  const old = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
+  migrate(old, embeddedMigrations().slice(0, 2)); // 0000 and 0001: before the devices' version
+  const add = old.query('INSERT INTO devices (id, installation_id, token_hash, created_at, revoked_at) VALUES (?, ?, ?, 1, ?)');
+  add.run('kept', INSTALLATION, tokenHash('token-kept'), null);
+  add.run('gone', INSTALLATION, tokenHash('token-gone'), 2);
+  old.close();
+
+  const service = await startTestService({}, { dir });
+  try {
+    expect(service.devices.find(tokenHash('token-kept'))).toEqual({ id: 'kept', installationId: INSTALLATION });
+    expect(service.devices.find(tokenHash('token-gone'))).toBeUndefined();
+    const other = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
+    other.run("UPDATE devices SET revoked_at = 3 WHERE id = 'kept'");
+    other.close();
+    service.devices.reloadIfChanged();
+    expect(service.devices.size).toBe(0);
+  } finally {
+    await service.close();
+  }
+});

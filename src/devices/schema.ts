@@ -15,3 +15,13 @@ export const devices = sqliteTable(
   },
   (table) => [index('devices_installation').on(table.installationId)],
 );
+
+/**
+ * One row counting the changes of `devices` that the token registry holds in memory: triggers (made by
+ * migration 0002, by hand) bump it on an insert, a delete and an update of id, installation, token or
+ * revocation, whichever connection makes it, but not on a `lastSeenAt` write. A migration that rebuilds
+ * `devices` drops those triggers with it and must create them again.
+ */
+export const devicesVersion = sqliteTable('devices_version', {
+  version: integer('version').notNull(),
+});
