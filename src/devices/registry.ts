@@ -1,14 +1,14 @@
 /**
  * The paired tokens the server accepts, held in memory by SHA-256 and kept in step with the
- * database: loaded at start-up, and reloaded when another connection commits (the `devices revoke`
- * command; the server's own writer counts too).
+ * database: loaded at start-up, and reloaded when the devices' version moves (a device added, revoked
+ * or deleted by any connection, the `devices revoke` command among them), not on every commit.
  */
 import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { activeDevices, deviceKey, listDevices, type ActiveDevice, type Device } from './store.ts';
+import { activeDevices, currentDevicesVersion, deviceKey, listDevices, type ActiveDevice, type Device } from './store.ts';
 import { newSecret } from '../secret.ts';
 import { tokenHash } from './token.ts';
 
@@ -25,7 +25,7 @@ export interface PairedDevice extends DeviceIdentity {
 export class DeviceRegistry {
   private byHash = new Map<string, DeviceIdentity>();
   private lastSeenWritten = new Map<string, number>();
-  private dataVersion = -1;
+  private devicesVersion = -1;
   private watcher: Timer | null = null;
 
   constructor(
@@ -37,16 +37,17 @@ export class DeviceRegistry {
 
   /** Reads every unrevoked device; a devices table that cannot be read refuses the start. */
   load(): void {
-    // The version first: a commit landing between the two reads is then seen by the next check.
-    const version = this.currentDataVersion();
+    let version: number;
     let rows: ActiveDevice[];
     try {
+      // The version first: a change landing between the two reads is then seen by the next check.
+      version = currentDevicesVersion(this.db);
       rows = activeDevices(this.db);
     } catch (error) {
       throw new StorageError(`paired devices cannot be loaded: ${(error as Error).message}`);
     }
     this.byHash = new Map(rows.map((row) => [row.tokenHash, { id: row.id, installationId: row.installationId }]));
-    this.dataVersion = version;
+    this.devicesVersion = version;
   }
 
   get size(): number {
@@ -102,7 +103,7 @@ export class DeviceRegistry {
     });
   }
 
-  /** Reloads within `limits.deviceReloadCheckMs` of a commit by any other connection (the CLI's revoke among them). */
+  /** Reloads within `limits.deviceReloadCheckMs` of a change to the devices by any connection (the CLI's revoke among them). */
   watch(): void {
     this.watcher ??= setInterval(() => this.reloadIfChanged(), limits.deviceReloadCheckMs);
     this.watcher.unref();
@@ -116,13 +117,11 @@ export class DeviceRegistry {
   /** Runs on the watcher's timer, so it logs a failure instead of throwing it (that would end the process). */
   reloadIfChanged(): void {
     try {
-      if (this.currentDataVersion() !== this.dataVersion) this.load();
+      if (currentDevicesVersion(this.db) === this.devicesVersion) return;
+      this.load();
+      this.log.info('devices.reloaded', { active: this.byHash.size });
     } catch (error) {
       this.log.error('devices.reload_failed', { reason: (error as Error).message });
     }
-  }
-
-  private currentDataVersion(): number {
-    return this.db.query<{ data_version: number }, []>('PRAGMA data_version').get()!.data_version;
   }
 }

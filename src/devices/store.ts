@@ -28,6 +28,11 @@ export function activeDevices(db: Database): ActiveDevice[] {
     .all();
 }
 
+/** Moves whenever a device is added, deleted, or its token, installation or revocation changes (not on lastSeen). */
+export function currentDevicesVersion(db: Database): number {
+  return db.query<{ version: number }, []>('SELECT version FROM devices_version').get()!.version;
+}
+
 /** Every device, newest first. */
 export function listDevices(db: Database): Device[] {
   return db.query<Device, []>(`SELECT ${DEVICE_COLUMNS} FROM devices ORDER BY created_at DESC, id`).all();
