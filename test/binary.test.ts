@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 import { compiledBinary, startBinary } from './binary.ts';
-import { INSTALLATION, OWNER_TOKEN, tempDir } from './support.ts';
+import { consumptionChunk, INSTALLATION, OWNER_TOKEN, tempDir } from './support.ts';
 
 let binary: string;
 beforeAll(async () => {
@@ -139,9 +139,8 @@ describe('shutdown', () => {
 test('a restart on the same database keeps what was answered', async () => {
   const cwd = tempDir();
   const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
-  const installationId = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
   const headers = { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' };
-  const chunk = { installationId, recordedAt: 1_764_080_000_123, date: '2026-11-25', day: { km: 12.5, kwh: 2, hours: 0.25, socDrop: 3 } };
+  const chunk = consumptionChunk();
 
   const first = await startBinary(binary, env, cwd);
   const put = await fetch(new URL('/v1/consumption/daily', first.url), { method: 'PUT', headers, body: JSON.stringify(chunk) });
@@ -149,9 +148,9 @@ test('a restart on the same database keeps what was answered', async () => {
   expect(await first.stop('SIGKILL')).not.toBe(0); // no clean shutdown: the answered write must still be there
 
   const second = await startBinary(binary, env, cwd);
-  const history = await fetch(new URL(`/v1/consumption/history/${installationId}`, second.url), { headers });
+  const history = await fetch(new URL(`/v1/consumption/history/${chunk.installationId}`, second.url), { headers });
   expect(await history.json()).toEqual({
-    records: [{ date: '2026-11-25', day: chunk.day, lifetime: chunk.day }],
+    records: [{ date: chunk.date, day: chunk.day, lifetime: chunk.day }],
     lifetime: chunk.day,
   });
   expect(await second.stop()).toBe(0);

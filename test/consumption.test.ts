@@ -2,7 +2,7 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
 import type { Database } from 'bun:sqlite';
 import { Consumption } from '../src/consumption/history.ts';
 import { limits } from '../src/limits.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { answer, consumptionChunk, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
 beforeEach(async () => {
@@ -18,25 +18,13 @@ interface Day {
   socDrop: number;
 }
 
-interface ChunkBody {
-  installationId?: unknown;
-  recordedAt?: unknown;
-  date?: unknown;
-  day?: unknown;
-  sohPercent?: unknown;
-  [field: string]: unknown;
-}
+/** A chunk's fields, each of any value (the invalid ones too); unknown fields as well. */
+type ChunkBody = Record<string, unknown>;
 
-const T0 = 1_764_080_000_123;
+const T0 = consumptionChunk().recordedAt;
 // Fractions of powers of two, so that the expected sums are exact.
 const day = (km: number, kwh = km / 4, hours = km / 8, socDrop = km / 2): Day => ({ km, kwh, hours, socDrop });
-const chunk = (overrides: ChunkBody = {}): ChunkBody => ({
-  installationId: INSTALLATION,
-  recordedAt: T0,
-  date: '2026-11-25',
-  day: day(10),
-  ...overrides,
-});
+const chunk = (overrides: ChunkBody = {}): ChunkBody => consumptionChunk({ day: day(10), ...overrides });
 
 /** The calendar date `n` days after 2020-01-01. */
 const dateOf = (n: number) => new Date(Date.UTC(2020, 0, 1 + n)).toISOString().slice(0, 10);
@@ -147,7 +135,7 @@ describe('PUT /v1/consumption/daily', () => {
     ['day.socDrop too negative', chunk({ day: { ...day(1), socDrop: -10_000_001 } }), 'day.socDrop is out of range -10000000..10000000'],
     [
       'day.km infinite',
-      `{"installationId":"${INSTALLATION}","recordedAt":${T0},"date":"2026-11-25","day":{"km":1e400,"kwh":1,"hours":1,"socDrop":1}}`,
+      JSON.stringify(chunk({ day: day(1) })).replace('"km":1,', '"km":1e400,'), // JSON cannot write an infinity
       'day.km must be a finite number',
     ],
     ['sohPercent zero', chunk({ sohPercent: 0 }), 'sohPercent must be above 0 and at most 100'],

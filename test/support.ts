@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp, type AppOptions, type Service } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
+import type { DayValues } from '../src/consumption/totals.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { closeService } from '../src/server.ts';
@@ -14,6 +15,33 @@ export const OTHER_INSTALLATION = '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b';
 
 /** The `n`th of a series of installation ids, for tests that need many. */
 export const installationNumbered = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+
+/** A consumption chunk as the car app sends it to `PUT /v1/consumption/daily` (the contract's fields). */
+export interface ConsumptionChunk {
+  installationId: string;
+  /** Unix milliseconds; the chunk's key within its installation. */
+  recordedAt: number;
+  /** The car's local day, `YYYY-MM-DD`. */
+  date: string;
+  day: DayValues;
+  sohPercent?: number;
+}
+
+/**
+ * A valid chunk like the contract's example (its numbers exact binary fractions, so sums compare exactly);
+ * a test overrides the fields it is about, with any value (`undefined` leaves a field out of the JSON).
+ */
+export function consumptionChunk<Overrides extends Record<string, unknown> = {}>(
+  overrides = {} as Overrides,
+): Omit<ConsumptionChunk, keyof Overrides> & Overrides {
+  const chunk: ConsumptionChunk = {
+    installationId: INSTALLATION,
+    recordedAt: 1_764_080_000_123,
+    date: '2026-11-25',
+    day: { km: 12.5, kwh: 2, hours: 0.25, socDrop: 3 },
+  };
+  return { ...chunk, ...overrides };
+}
 
 /** Every folder handed out by `tempDir`; test/cleanup.ts removes them once the whole run is over. */
 const tempDirs: string[] = [];

@@ -8,7 +8,7 @@ import { limits } from '../src/limits.ts';
 import { sampleFields, type SampleField } from '../src/telemetry/fields.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { sampleWrite, telemetryWrites } from '../src/telemetry/store.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
+import { answer, consumptionChunk, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
 
 /** The fixed server clock: 2025-11-25T14:13:20Z. */
 const NOW_S = 1_764_080_000;
@@ -492,8 +492,7 @@ describe('hand-off to the planner forwarder', () => {
     const recorder = recordingForwarder([INSTALLATION]);
     const fresh = await startTestService({}, { now: () => NOW_MS, forwarder: recorder.forwarder });
     try {
-      const chunk = { installationId: INSTALLATION, recordedAt: NOW_MS, date: '2025-11-25', day: { km: 1, kwh: 1, hours: 1, socDrop: 1 } };
-      expect((await fresh.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
+      expect((await fresh.request('PUT', '/v1/consumption/daily', { body: consumptionChunk() })).status).toBe(204);
       const batch = { installationId: INSTALLATION, samples: [{ utc: UTC, soc: 50 }] };
       expect((await fresh.request('POST', '/v1/telemetry', { body: batch })).status).toBe(200);
       expect(recorder.changes.map(({ added }) => added.map((row) => row[0]))).toEqual([[UTC]]);

@@ -10,11 +10,10 @@ import { Database } from 'bun:sqlite';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { compiledBinary, startBinary, type RunningBinary } from '../binary.ts';
-import { tempDir } from '../support.ts';
+import { consumptionChunk, INSTALLATION, tempDir } from '../support.ts';
 
 const TOKEN = 'crash-test-owner-token-0123456789';
 const PASSWORD = 'crash-test-approval-password';
-const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
 const CLIENTS = 6;
 const KEYS_PER_CLIENT = 8;
 
@@ -79,7 +78,7 @@ async function client(url: URL, id: number, ledger: Ledger, counter: { next: num
       }
       case 1: {
         const recordedAt = 1_764_000_000_000 + key;
-        const chunk = { installationId: INSTALLATION, recordedAt, date: '2026-11-25', day: { km: value, kwh: 1, hours: 1, socDrop: 1 } };
+        const chunk = consumptionChunk({ recordedAt, day: { km: value, kwh: 1, hours: 1, socDrop: 1 } });
         const response = await send(url, 'PUT', '/v1/consumption/daily', chunk);
         history(ledger.chunks, recordedAt).push({ value, fate: fateOf(response, ledger) });
         break;

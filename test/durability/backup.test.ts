@@ -3,7 +3,7 @@ import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
 import { closeSync, existsSync, openSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { answer, INSTALLATION, startTestService, tempDir } from '../support.ts';
+import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
@@ -21,12 +21,8 @@ async function runBackup(databasePath: string, file: string) {
   return { code, stdout, stderr };
 }
 
-const chunk = (recordedAt: number) => ({
-  installationId: INSTALLATION,
-  recordedAt,
-  date: '2026-11-25',
-  day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 },
-});
+// 1 km each: the history's km counts the chunks.
+const chunk = (recordedAt: number) => consumptionChunk({ recordedAt, day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 } });
 
 test('a backup taken under load restores to a working database holding every write acknowledged before it', async () => {
   const service = await startTestService({}, { dir: tempDir('ev-ingest-backup-') });

@@ -1,14 +1,15 @@
 /** The database's disk full, simulated on the writer's connection (PRAGMA max_page_count: root ignores chmod). */
 import { expect, test } from 'bun:test';
-import { answer, INSTALLATION, startTestService, type TestService } from '../support.ts';
+import { answer, consumptionChunk, INSTALLATION, startTestService, type TestService } from '../support.ts';
 
-const chunk = (recordedAt: number) => ({
-  installationId: INSTALLATION,
-  recordedAt,
-  date: `2026-${String(1 + (recordedAt % 12)).padStart(2, '0')}-01`,
-  day: { km: 1, kwh: 1, hours: 1, socDrop: 1 },
-  sohPercent: 97,
-});
+// 1 km each, so the lifetime counts the chunks; spread over twelve days.
+const chunk = (recordedAt: number) =>
+  consumptionChunk({
+    recordedAt,
+    date: `2026-${String(1 + (recordedAt % 12)).padStart(2, '0')}-01`,
+    day: { km: 1, kwh: 1, hours: 1, socDrop: 1 },
+    sohPercent: 97,
+  });
 
 /**
  * The drill: one write with room, then the disk filled (the database may grow no more on the writer's
