@@ -126,6 +126,13 @@ export function buildRequest(method: string, path: string, options: RequestOptio
   return new Request(`http://localhost${path}`, { method, headers, body });
 }
 
+/** How many samples of an installation the service's database holds. */
+export function countSamples(service: TestService, installationId: string): number {
+  return service.storage.db
+    .query<{ n: number }, [string]>('SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?')
+    .get(installationId)!.n;
+}
+
 /** The parsed JSON body of a response along with its status, for exact assertions. */
 export async function answer(response: Response): Promise<{ status: number; body: unknown }> {
   const text = await response.text();

@@ -8,7 +8,7 @@ import { limits } from '../src/limits.ts';
 import { sampleFields, type SampleField } from '../src/telemetry/fields.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { sampleWrite, telemetryWrites } from '../src/telemetry/store.ts';
-import { answer, consumptionChunk, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
+import { answer, consumptionChunk, countSamples, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
 
 /** The fixed server clock: 2025-11-25T14:13:20Z. */
 const NOW_S = 1_764_080_000;
@@ -52,10 +52,6 @@ function rowsOf(installationId: string) {
       'SELECT uuid AS installation_id, samples.* FROM samples JOIN installations ON installations.id = installation WHERE uuid = ? ORDER BY utc',
     )
     .all(installationId);
-}
-
-function countRows(installationId: string): number {
-  return rowsOf(installationId).length;
 }
 
 /** A usable value of a field: the top of its range, 1 for a flag, a name for text. */
@@ -379,7 +375,7 @@ describe('refusing a batch', () => {
     const installationId = freshInstallation();
     const body = { installationId, ...fields };
     expect(await post(body)).toEqual({ status: 400, body: { error } });
-    expect(countRows(installationId)).toBe(0);
+    expect(countSamples(service, installationId)).toBe(0);
   });
 
   test('plannerSentUtc null is absent', async () => {
@@ -401,7 +397,7 @@ describe('refusing a batch', () => {
       status: 401,
       body: { error: 'unauthorized' },
     });
-    expect(countRows(installationId)).toBe(0);
+    expect(countSamples(service, installationId)).toBe(0);
   });
 
   test("a paired car's token for another installation is 403, nothing stored; its own is accepted", async () => {
@@ -411,10 +407,10 @@ describe('refusing a batch', () => {
       status: 403,
       body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
     });
-    expect(countRows(OTHER_INSTALLATION)).toBe(0);
+    expect(countSamples(service, OTHER_INSTALLATION)).toBe(0);
     const own = await post({ installationId: INSTALLATION.toUpperCase(), samples }, token);
     expect(own).toEqual({ status: 200, body: { stored: 1, droppedCount: 0, dropped: [] } });
-    expect(countRows(INSTALLATION)).toBe(1);
+    expect(countSamples(service, INSTALLATION)).toBe(1);
   });
 });
 
@@ -519,7 +515,7 @@ describe('hand-off to the planner forwarder', () => {
       committer.write = write;
     }
     expect(handOff.stored).toEqual([]);
-    expect(countRows(installationId)).toBe(0);
+    expect(countSamples(service, installationId)).toBe(0);
   });
 
   const stateCases: [string, boolean, number | undefined, number[]][] = [

@@ -1,6 +1,6 @@
 /** The database's disk full, simulated on the writer's connection (PRAGMA max_page_count: root ignores chmod). */
 import { expect, test } from 'bun:test';
-import { answer, consumptionChunk, INSTALLATION, startTestService, type TestService } from '../support.ts';
+import { answer, consumptionChunk, countSamples, INSTALLATION, startTestService, type TestService } from '../support.ts';
 
 // 1 km each, so the lifetime counts the chunks; spread over twelve days.
 const chunk = (recordedAt: number) =>
@@ -55,7 +55,6 @@ test('disk full: writes answer 500, a log line names it, reads go on, and writes
 
 test('disk full: a telemetry batch is stored whole or not at all, and storing recovers without a restart', async () => {
   const service = await startTestService();
-  const samplesIn = () => (service.storage.db.query('SELECT count(*) AS n FROM samples').get() as { n: number }).n;
   const start = Math.floor(Date.now() / 1000) - 100_000;
   const batch = (index: number) => ({
     installationId: INSTALLATION,
@@ -64,11 +63,11 @@ test('disk full: a telemetry batch is stored whole or not at all, and storing re
   try {
     const post = (index: number) => service.request('POST', '/v1/telemetry', { body: batch(index) });
     const { accepted, giveRoomBack } = await fillDiskUntilRefused(service, 200, post);
-    expect(samplesIn()).toBe(accepted * 20);
+    expect(countSamples(service, INSTALLATION)).toBe(accepted * 20);
 
     await giveRoomBack();
     expect((await post(5000)).status).toBe(200);
-    expect(samplesIn()).toBe(accepted * 20 + 20);
+    expect(countSamples(service, INSTALLATION)).toBe(accepted * 20 + 20);
   } finally {
     await service.close();
   }
