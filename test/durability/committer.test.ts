@@ -144,10 +144,27 @@ async function groupsBehindABusyWriter(path: string, committer: Committer, ticks
   return groupOf;
 }
 
-/** A committer whose WAL syncs take `syncMs` (0: at once); one write first, so it knows how long writes and syncs take. */
-async function measuredCommitter(name: string, syncMs: number) {
-  const syncFile: SyncFile = (_fd, done) => (syncMs === 0 ? done(null) : setTimeout(() => done(null), syncMs));
+/**
+ * How many times as long as the first write a slow first sync takes: twice the most any rule here needs
+ * (a burst of 32 goes as one group only when its half, 16 writes, is written quicker than a sync).
+ */
+const SLOW_SYNC_WRITES = 32;
+
+/**
+ * A committer that has measured one write and its sync, the sync instant or slow. A slow one lasts
+ * SLOW_SYNC_WRITES times as long as the write took from its call to its sync, a span that contains the
+ * write time the committer measures: writes are quicker than a sync however loaded the machine. Later
+ * syncs are instant: the groups under test are formed on that measurement, before any other sync ends.
+ */
+async function measuredCommitter(name: string, firstSync: 'instant' | 'slow') {
+  let writtenFrom = 0;
+  let syncs = 0;
+  const syncFile: SyncFile = (_fd, done) => {
+    if (firstSync === 'instant' || syncs++ > 0) return done(null);
+    setTimeout(() => done(null), SLOW_SYNC_WRITES * (performance.now() - writtenFrom));
+  };
   const opened = await committerWith(name, { syncFile });
+  writtenFrom = performance.now();
   await opened.committer.write('insertDevice', device(`${name}-first`));
   return opened;
 }
@@ -309,14 +326,14 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     Promise.all(Array.from({ length: count }, (_, n) => committer.write('insertDevice', device(`burst-${n}`))));
 
   test('a burst whose halves take longer to write than a sync goes as two groups that take turns', async () => {
-    const { committer, stop } = await measuredCommitter('halves', 0);
+    const { committer, stop } = await measuredCommitter('halves', 'instant');
     await burst(committer, 32);
     expect(committer.stats).toEqual({ groups: 3, writes: 33, syncs: 3 });
     await stop();
   });
 
   test('a burst written faster than the disk syncs goes as one group, behind one sync', async () => {
-    const { committer, stop } = await measuredCommitter('one-group', 1000);
+    const { committer, stop } = await measuredCommitter('one-group', 'slow');
     await burst(committer, 32);
     expect(committer.stats).toEqual({ groups: 2, writes: 33, syncs: 2 });
     await stop();
@@ -362,7 +379,7 @@ describe('the next group', () => {
   });
 
   test('gathers until the group at the writer commits when writes are quicker than a sync', async () => {
-    const { path, committer, stop } = await measuredCommitter('gathering', 300);
+    const { path, committer, stop } = await measuredCommitter('gathering', 'slow');
     const groups = await groupsBehindABusyWriter(path, committer, [['a1', 'a2'], ['b1'], ['b2'], ['c1']]);
     expect(groups).toEqual({ a1: 1, a2: 1, b1: 2, b2: 2, c1: 2 });
     await stop();
