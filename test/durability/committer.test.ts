@@ -88,6 +88,16 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await Bun.sleep(2);
 }
 
+/** Polls `condition` for up to `ms` without giving this thread's event loop a turn; answers whether it came true. */
+function cameTrueWhileBusy(condition: () => boolean, ms = 3000): boolean {
+  const deadline = performance.now() + ms;
+  while (!condition()) {
+    if (performance.now() > deadline) return false;
+    Bun.sleepSync(2);
+  }
+  return true;
+}
+
 /** A committer on a fresh database (at `path`, default `<name>.db`); `durability` full unless said otherwise. */
 async function committerWith(name: string, options: Partial<CommitterOptions> = {}) {
   const path = options.path ?? join(dir, `${name}.db`);
@@ -362,7 +372,7 @@ describe('the next group', () => {
       holder.run('COMMIT');
       holder.close();
       // This thread stays busy, so no group can be sent meanwhile: b and c commit only if they were at the writer already.
-      Bun.sleepSync(250);
+      expect(cameTrueWhileBusy(() => deviceIds(path).size === 3)).toBe(true);
       expect(deviceIds(path)).toEqual(new Set(['a', 'b', 'c']));
       await committer.writerPragma('synchronous'); // comes back after both commits have been reported here
       expect(answered).toEqual([]);
