@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -35,6 +35,36 @@ test('a path that cannot hold a database is refused with one message naming DATA
     expect((refused as Error).message).not.toContain('\n');
   }
 });
+
+const SQLITE3 = '/usr/bin/sqlite3';
+const haveSqlite3 = existsSync(SQLITE3);
+if (!haveSqlite3 && process.env.CI !== 'true') {
+  console.warn(`\n!!! ${SQLITE3} is missing: SKIPPING the test of an sqlite3 shell beside the server (apt-get install sqlite3) !!!\n`);
+}
+
+/** What the `sqlite3` shell prints for `sql` on the database, run as an owner would, in a process of its own. */
+function sqlite3(path: string, sql: string): string {
+  const shell = Bun.spawnSync([SQLITE3, path, sql]);
+  if (shell.exitCode !== 0) throw new Error(`sqlite3 failed: ${shell.stderr.toString()}`);
+  return shell.stdout.toString().trim();
+}
+
+test.skipIf(!haveSqlite3 && process.env.CI !== 'true')(
+  'an sqlite3 shell reading the live database leaves its WAL, so a write answered afterwards is kept',
+  async () => {
+    expect(existsSync(SQLITE3)).toBe(true); // under CI=true a missing shell fails
+    const path = join(tempDir(), 'ev.db');
+    const storage = await openStorage({ databasePath: path, durability: 'full' });
+    const device = { installationId: INSTALLATION, name: null, createdAt: 1 };
+    await storage.committer.write('insertDevice', { ...device, id: 'before', tokenHash: 'h1' });
+    // Should the server hold no lock on the file, the shell takes itself for the last connection and deletes the WAL.
+    expect(sqlite3(path, 'SELECT count(*) FROM devices')).toBe('1');
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    await storage.committer.write('insertDevice', { ...device, id: 'after', tokenHash: 'h2' });
+    expect(sqlite3(path, 'SELECT id FROM devices ORDER BY id')).toBe('after\nbefore');
+    await storage.close();
+  },
+);
 
 test('the database folder is created, with WAL and the chosen durability', async () => {
   const path = join(tempDir(), 'nested', 'deeper', 'ev.db');

@@ -12,15 +12,27 @@ export class StorageError extends Error {
 
 const SQLITE_HEADER = 'SQLite format 3\0';
 
+export interface OpenOptions {
+  /** Commit FULL's writes without their sync, which the committer runs apart (wal-sync.ts). */
+  syncApart?: boolean;
+  /**
+   * Another connection of this process has the file open already and checked it (the writer opens
+   * after the main thread). Its header is then not read again: closing any descriptor of the file drops
+   * every lock the process holds on it, and without its shared lock another program's connection (an
+   * `sqlite3` shell) takes itself for the last one when it closes, and deletes the live WAL.
+   */
+  besideOpenConnection?: boolean;
+}
+
 /**
  * Opens (creating when absent) the database file with the service's pragmas. A path that cannot hold
  * the database is a StorageError naming it, in one line.
  */
-export function openDatabase(path: string, durability: Durability, options: { syncApart?: boolean } = {}): Database {
+export function openDatabase(path: string, durability: Durability, options: OpenOptions = {}): Database {
   let db: Database | undefined;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    assertSqliteFile(path);
+    if (!options.besideOpenConnection) assertSqliteFile(path);
     db = new Database(path, { create: true, strict: true });
     applyPragmas(db, durability, options.syncApart ?? false);
     return db;

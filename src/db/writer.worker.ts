@@ -23,7 +23,8 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
   switch (message.type) {
     case 'open':
       try {
-        db = openDatabase(message.path, message.durability, { syncApart: message.syncApart });
+        // The main thread's connection is open on the file: it checked the file when it opened it.
+        db = openDatabase(message.path, message.durability, { syncApart: message.syncApart, besideOpenConnection: true });
         self.postMessage({ type: 'opened', walPath: `${mainFile(db)}-wal` });
       } catch (error) {
         self.postMessage({ type: 'failed', message: (error as Error).message });
