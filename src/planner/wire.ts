@@ -66,7 +66,7 @@ function isOk(text: string): boolean {
   }
 }
 
-/** A network error's code (`ConnectionRefused`, `ECONNRESET`) or class name, never its message. */
+/** A network error's code (`ECONNREFUSED`, `ECONNRESET`) or class name, never its message. */
 function errorClass(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && /^\w{1,40}$/.test(code)) return code;
