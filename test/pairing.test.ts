@@ -347,6 +347,18 @@ describe('the /pair page', () => {
     await expectPage(await submitForm(service, { code: started.userCode, password: PASSWORD, decision: 'maybe' }), 400);
     await expectPage(await service.request('POST', '/pair', { body: 'x'.repeat(5000), token: null, headers: form }), 400);
     await expectPage(await service.request('POST', '/pair', { body: new Uint8Array([0xff, 0xfe]), token: null, headers: form }), 404);
+    // The right code and password sent as another kind of form are refused as such, and decide nothing.
+    const fields = { code: started.userCode, password: PASSWORD, decision: 'approve' };
+    const multipart = new FormData();
+    for (const [name, value] of Object.entries(fields)) multipart.append(name, value);
+    const asJson = { 'content-type': 'application/json' };
+    for (const refused of [
+      await service.app.handle(new Request('http://localhost/pair', { method: 'POST', body: multipart })),
+      await service.request('POST', '/pair', { body: JSON.stringify(fields), token: null, headers: asJson }),
+    ]) {
+      expect(await expectPage(refused, 400)).toContain('Form not accepted');
+    }
+    expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'pending' });
     await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);
     await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
     const put = await service.request('PUT', '/pair', { token: null });

@@ -8,6 +8,7 @@ export const messages = {
   bodyTooLarge: 'body is too large',
   bodyNotJson: 'body is not valid JSON',
   bodyNotObject: 'body must be a JSON object',
+  formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
   otherInstallation:
     'token belongs to another installation; pair this car again after its installation id changed',
   notFound: 'not found',

@@ -7,7 +7,7 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, pairingBody, readBody, readJsonObject } from '../http/body.ts';
-import { describeError, HttpError } from '../http/errors.ts';
+import { badRequest, describeError, HttpError, messages } from '../http/errors.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
@@ -77,7 +77,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   const decide = async (request: Request) => {
     const locked = lockedPage(lock);
     if (locked) return locked;
-    const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, pairingBody)));
+    const form = await readForm(request);
     const lockedMeanwhile = lockedPage(lock);
     if (lockedMeanwhile) return lockedMeanwhile;
     const code = parseUserCode(form.get('code'));
@@ -136,6 +136,19 @@ function carRoutes(book: PairingBook, config: PairingDeps['config']) {
       handlerReadsBody,
     )
     .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, pairingBody))), handlerReadsBody);
+}
+
+/**
+ * The approval form's fields. The page's form is URL-encoded; a body declared as anything else (a
+ * script's multipart or JSON) is refused instead of read as an empty form, which would name no code.
+ */
+async function readForm(request: Request): Promise<URLSearchParams> {
+  const body = await readBody(request, pairingBody);
+  const type = request.headers.get('content-type');
+  if (type !== null && type.split(';')[0]!.trim().toLowerCase() !== 'application/x-www-form-urlencoded') {
+    throw badRequest(messages.formNotUrlEncoded);
+  }
+  return new URLSearchParams(new TextDecoder().decode(body));
 }
 
 async function notAllowed(): Promise<PageAnswer> {
