@@ -10,22 +10,27 @@ export interface UploadOptions {
   framing: 'chunked' | 'length';
 }
 
-export interface UploadResult {
+export interface Exchange {
   /** Everything the server sent back (latin1). */
   reply: string;
-  /** Body bytes the kernel took before the connection ended (the whole body when it was not cut off). */
-  sent: number;
   /** The socket error (e.g. ECONNRESET, EPIPE), when there was one. */
   error: string | null;
 }
 
+export interface UploadResult extends Exchange {
+  /** Body bytes the kernel took before the connection ended (the whole body when it was not cut off). */
+  sent: number;
+}
+
+type Write = (data: string | Buffer) => Promise<boolean>;
+
 const PIECE = 64 * 1024;
 
-/** Sends the upload and resolves once the server has closed the connection (or after `timeoutMs`). */
-export function upload({ port, path, token, bytes, framing }: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
+/** Connects, lets `talk` write (each write resolves false once the connection is gone), and resolves once the server has closed the connection (or after `timeoutMs`). */
+function exchange(port: number, talk: (write: Write) => unknown, timeoutMs: number): Promise<Exchange> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    const result: UploadResult = { reply: '', sent: 0, error: null };
+    const result: Exchange = { reply: '', error: null };
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
     socket.on('data', (data) => void (result.reply += data.toString('latin1')));
     socket.on('error', (error: NodeJS.ErrnoException) => void (result.error ??= error.code ?? error.message));
@@ -33,20 +38,30 @@ export function upload({ port, path, token, bytes, framing }: UploadOptions, tim
       clearTimeout(timer);
       resolve(result);
     });
-    const write = (data: string | Buffer) =>
-      new Promise<boolean>((done) => socket.write(data, (error) => done(!error && !socket.destroyed)));
-    socket.on('connect', async () => {
+    const write: Write = (data) => new Promise((done) => socket.write(data, (error) => done(!error && !socket.destroyed)));
+    socket.on('connect', () => talk(write));
+  });
+}
+
+/** Sends the upload and resolves once the server has closed the connection (or after `timeoutMs`). */
+export async function upload({ port, path, token, bytes, framing }: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
+  let sent = 0;
+  const { reply, error } = await exchange(
+    port,
+    async (write) => {
       const framingHeader = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes}`;
       const head = `POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n`;
       if (!(await write(`${head}Content-Type: application/json\r\n${framingHeader}\r\n\r\n`))) return;
       const piece = Buffer.alloc(PIECE, 0x20);
       const frame = framing === 'chunked' ? (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : (data: Buffer) => data;
-      while (result.sent < bytes) {
-        const data = piece.subarray(0, Math.min(PIECE, bytes - result.sent));
+      while (sent < bytes) {
+        const data = piece.subarray(0, Math.min(PIECE, bytes - sent));
         if (!(await write(frame(data)))) return;
-        result.sent += data.length;
+        sent += data.length;
       }
       if (framing === 'chunked') await write('0\r\n\r\n');
-    });
-  });
+    },
+    timeoutMs,
+  );
+  return { reply, sent, error };
 }
