@@ -2,6 +2,7 @@
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { openStorage, withStorage, type Storage } from './db/storage.ts';
+import { errorResponse, messages } from './http/errors.ts';
 import { pathOf } from './http/on-error.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -79,7 +80,7 @@ export async function closeService(service: Service, storage: Storage): Promise<
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
-/** The HTTP listener: Bun's own body limit lifted (the pipeline owns it) and one log line a request. */
+/** The HTTP listener: Bun's own body limit lifted (the pipeline owns it), invalid Hosts refused, and one log line a request. */
 export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'port'>, log: Logger) {
   return Bun.serve({
     hostname: host,
@@ -101,6 +102,8 @@ export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'p
         });
         return response;
       };
+      // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
+      if (!URL.canParse(request.url)) return logged(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
       const response = handle(request);
       return response instanceof Promise ? response.then(logged) : logged(response);
     },

@@ -6,7 +6,7 @@ import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { listen, serve } from '../src/server.ts';
+import { listen, serve, type Running } from '../src/server.ts';
 import {
   answer,
   INSTALLATION,
@@ -17,7 +17,8 @@ import {
   testConfig,
   type TestService,
 } from './support.ts';
-import { upload } from './upload.ts';
+import { PASSWORD } from './pairing-support.ts';
+import { rawRequest, upload } from './upload.ts';
 
 let deviceToken: string;
 let service: TestService;
@@ -216,4 +217,45 @@ test("a writer that dies settles the server's fatal promise and logs writer.fail
   } finally {
     await running.stop();
   }
+});
+
+describe('a Host header no URL can hold, on a listening server with pairing on', () => {
+  let running: Running;
+  const log = createMemoryLogger();
+  beforeAll(async () => {
+    running = await serve(testConfig(tempDir(), { approvalPassword: PASSWORD }), log);
+  });
+  afterAll(() => running.stop());
+
+  /** Sends a raw HTTP/1.1 request with a small JSON body and splits what came back. */
+  async function sendWithHost(method: string, path: string, host: string) {
+    const head = `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n`;
+    // The deadline ends a connection the server keeps open, so a missing `Connection: close` fails as a diff, not a test timeout.
+    const { reply } = await rawRequest(Number(running.url.port), `${head}\r\n{}`, 3_000);
+    const [status, ...headers] = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
+    return { status, closes: headers.includes('Connection: close'), body: reply.slice(reply.indexOf('\r\n\r\n') + 4) };
+  }
+  const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is missing or invalid"}' };
+
+  test.each([
+    ['GET', '/pair'],
+    ['POST', '/v1/pair/start'],
+    ['GET', '/v1/health'],
+  ])('%s %s with `Host: a b` is 400 before the app, logged with its own path', async (method, path) => {
+    expect(await sendWithHost(method, path, 'a b')).toEqual(refused);
+    const logged = log.lines.filter((line) => line.includes(`request method=${method} path=${path} `));
+    expect(logged).toEqual([expect.stringContaining(' status=400 ')]);
+    expect(log.lines.filter((line) => / (warn|error) /.test(line) && !line.includes('pairing.public_url_unset'))).toEqual([]);
+  });
+
+  // Bun hands these on with a url no URL parser takes: relative (empty Host) or `http://<host>/…`.
+  test.each(['', 'a:b:c', '[::1', 'host:99999'])('`Host: %s` is 400 too', async (host) => {
+    expect(await sendWithHost('GET', '/pair', host)).toEqual(refused);
+  });
+
+  test('a request with a valid Host on the same server is answered by the app', async () => {
+    const { reply } = await rawRequest(Number(running.url.port), 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    expect(reply).toStartWith('HTTP/1.1 200 OK\r\n');
+    expect(reply).toEndWith('\r\n\r\n{"status":"ok"}');
+  });
 });

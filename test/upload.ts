@@ -1,4 +1,4 @@
-/** A raw HTTP upload over node:net, as a client that keeps sending its body while it waits for the answer. */
+/** Raw HTTP over node:net: a request as written bytes, and an upload that keeps sending its body while it waits for the answer. */
 import { connect } from 'node:net';
 
 export interface UploadOptions {
@@ -41,6 +41,11 @@ function exchange(port: number, talk: (write: Write) => unknown, timeoutMs: numb
     const write: Write = (data) => new Promise((done) => socket.write(data, (error) => done(!error && !socket.destroyed)));
     socket.on('connect', () => talk(write));
   });
+}
+
+/** Sends `text` as it is and resolves with what came back once the server has closed the connection (or after `timeoutMs`). */
+export function rawRequest(port: number, text: string, timeoutMs = 5_000): Promise<Exchange> {
+  return exchange(port, (write) => write(text), timeoutMs);
 }
 
 /** Sends the upload and resolves once the server has closed the connection (or after `timeoutMs`). */

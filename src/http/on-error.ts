@@ -25,7 +25,8 @@ export function answerError(log: Logger) {
 
 /** The path of a request URL without its query, which may carry a pairing code. */
 export function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2);
+  // Bun's url is the bare request target when the Host header holds a character no host may.
+  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2);
   if (start < 0) return '/';
   const query = url.indexOf('?', start);
   return query < 0 ? url.slice(start) : url.slice(start, query);
