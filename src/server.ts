@@ -91,7 +91,7 @@ export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'p
     // Closes connections silent this long; it resets on every byte, so a trickling body is cut off by
     // the body reader's deadline instead, and trickling headers only by a reverse proxy (README).
     idleTimeout: limits.idleTimeoutSeconds,
-    fetch(request) {
+    fetch(request, server) {
       const started = performance.now();
       const logged = (response: Response) => {
         log.info('request', {
@@ -102,8 +102,12 @@ export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'p
         });
         return response;
       };
-      // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
-      if (!URL.canParse(request.url)) return logged(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
+      if (!URL.canParse(request.url)) {
+        // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
+        if (request.headers.has('host')) return logged(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
+        // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
+        request = new Request(new URL(request.url, server.url).href, request);
+      }
       const response = handle(request);
       return response instanceof Promise ? response.then(logged) : logged(response);
     },

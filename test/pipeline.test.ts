@@ -235,7 +235,7 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     const [status, ...headers] = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
     return { status, closes: headers.includes('Connection: close'), body: reply.slice(reply.indexOf('\r\n\r\n') + 4) };
   }
-  const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is missing or invalid"}' };
+  const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is invalid"}' };
 
   test.each([
     ['GET', '/pair'],
@@ -251,6 +251,15 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
   // Bun hands these on with a url no URL parser takes: relative (empty Host) or `http://<host>/…`.
   test.each(['', 'a:b:c', '[::1', 'host:99999'])('`Host: %s` is 400 too', async (host) => {
     expect(await sendWithHost('GET', '/pair', host)).toEqual(refused);
+  });
+
+  test('an HTTP/1.0 request without a Host (a health check) is answered by the app, as at the listening address', async () => {
+    const { reply } = await rawRequest(Number(running.url.port), 'GET /v1/health HTTP/1.0\r\n\r\n');
+    expect(reply).toStartWith('HTTP/1.1 200 OK\r\n');
+    expect(reply).toEndWith('\r\n\r\n{"status":"ok"}');
+    const page = await rawRequest(Number(running.url.port), 'GET /pair?code=BBBB-BBBB HTTP/1.0\r\n\r\n');
+    expect(page.reply).toStartWith('HTTP/1.1 404 Not Found\r\n');
+    expect(page.reply).toContain('unknown or has expired');
   });
 
   test('a request with a valid Host on the same server is answered by the app', async () => {

@@ -3,7 +3,7 @@
  * wording of seed-spec section 7 and the contract.
  */
 export const messages = {
-  hostInvalid: 'Host header is missing or invalid',
+  hostInvalid: 'Host header is invalid',
   unauthorized: 'unauthorized',
   bodyUnreadable: 'body could not be read',
   bodyTooLarge: 'body is too large',
