@@ -55,14 +55,17 @@ test.skipIf(!haveSqlite3 && process.env.CI !== 'true')(
     expect(existsSync(SQLITE3)).toBe(true); // under CI=true a missing shell fails
     const path = join(tempDir(), 'ev.db');
     const storage = await openStorage({ databasePath: path, durability: 'full' });
-    const device = { installationId: INSTALLATION, name: null, createdAt: 1 };
-    await storage.committer.write('insertDevice', { ...device, id: 'before', tokenHash: 'h1' });
-    // Should the server hold no lock on the file, the shell takes itself for the last connection and deletes the WAL.
-    expect(sqlite3(path, 'SELECT count(*) FROM devices')).toBe('1');
-    expect(existsSync(`${path}-wal`)).toBe(true);
-    await storage.committer.write('insertDevice', { ...device, id: 'after', tokenHash: 'h2' });
-    expect(sqlite3(path, 'SELECT id FROM devices ORDER BY id')).toBe('after\nbefore');
-    await storage.close();
+    try {
+      const device = { installationId: INSTALLATION, name: null, createdAt: 1 };
+      await storage.committer.write('insertDevice', { ...device, id: 'before', tokenHash: 'h1' });
+      // Should the server hold no lock on the file, the shell takes itself for the last connection and deletes the WAL.
+      expect(sqlite3(path, 'SELECT count(*) FROM devices')).toBe('1');
+      expect(existsSync(`${path}-wal`)).toBe(true);
+      await storage.committer.write('insertDevice', { ...device, id: 'after', tokenHash: 'h2' });
+      expect(sqlite3(path, 'SELECT id FROM devices ORDER BY id')).toBe('after\nbefore');
+    } finally {
+      await storage.close();
+    }
   },
 );
 

@@ -16,12 +16,12 @@ export interface OpenOptions {
   /** Commit FULL's writes without their sync, which the committer runs apart (wal-sync.ts). */
   syncApart?: boolean;
   /**
-   * Another connection of this process has the file open already and checked it (the writer opens
-   * after the main thread). Its header is then not read again: closing any descriptor of the file drops
-   * every lock the process holds on it, and without its shared lock another program's connection (an
-   * `sqlite3` shell) takes itself for the last one when it closes, and deletes the live WAL.
+   * Refuse a file that is not an SQLite database, by reading its header. Only for the process's first
+   * connection to the file: closing any descriptor of a file drops every lock the process holds on it,
+   * and without its shared lock another program's connection (an `sqlite3` shell) takes itself for the
+   * last one when it closes, and deletes the live WAL.
    */
-  besideOpenConnection?: boolean;
+  checkHeader?: boolean;
 }
 
 /**
@@ -32,7 +32,7 @@ export function openDatabase(path: string, durability: Durability, options: Open
   let db: Database | undefined;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    if (!options.besideOpenConnection) assertSqliteFile(path);
+    if (options.checkHeader) assertSqliteFile(path);
     db = new Database(path, { create: true, strict: true });
     applyPragmas(db, durability, options.syncApart ?? false);
     return db;

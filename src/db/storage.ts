@@ -15,7 +15,8 @@ export interface Storage {
 export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'>;
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
-  const db = openDatabase(options.databasePath, options.durability);
+  // The process's first connection to the file, so the one that checks it; the writer's comes after.
+  const db = openDatabase(options.databasePath, options.durability, { checkHeader: true });
   let committer: Committer;
   try {
     migrate(db);

@@ -23,8 +23,7 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
   switch (message.type) {
     case 'open':
       try {
-        // The main thread's connection is open on the file: it checked the file when it opened it.
-        db = openDatabase(message.path, message.durability, { syncApart: message.syncApart, besideOpenConnection: true });
+        db = openDatabase(message.path, message.durability, { syncApart: message.syncApart });
         self.postMessage({ type: 'opened', walPath: `${mainFile(db)}-wal` });
       } catch (error) {
         self.postMessage({ type: 'failed', message: (error as Error).message });
