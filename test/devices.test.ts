@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/db/open.ts';
 import { DeviceRegistry } from '../src/devices/registry.ts';
 import { tokenHash } from '../src/devices/token.ts';
+import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
 import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
@@ -154,7 +155,9 @@ describe('the registry watcher', () => {
     other.run('UPDATE devices SET revoked_at = 2 WHERE id = ?', [deviceId]);
     other.close();
     service.devices.watch();
-    // No bound asserted here (the checks are 500 ms apart): only that the timer, not the test, reloads.
+    // No time asserted here: only that the timer, not the test, reloads; the contract's bound of 1 s holds
+    // with a check to spare as long as the checks come at least twice a second.
+    expect(limits.deviceReloadCheckMs).toBeLessThanOrEqual(500);
     for (let i = 0; i < 200 && !refused(service, token); i += 1) await Bun.sleep(50);
     expect(refused(service, token)).toBe(true);
   });
