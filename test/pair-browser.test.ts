@@ -7,7 +7,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
-import { INSTALLATION, tempDir, testConfig } from './support.ts';
+import { INSTALLATION, OTHER_INSTALLATION, tempDir, testConfig } from './support.ts';
 import { PASSWORD } from './pairing-support.ts';
 
 /** The one browser API used here (the project's types have no DOM). */
@@ -53,8 +53,18 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     expect(background).toBe('rgb(26, 127, 55)');
 
     await page.fill('#password', PASSWORD);
-    await Promise.all([page.waitForURL(/\/pair$/), page.click('button[value=approve]')]);
+    await Promise.all([page.waitForURL(/\/pair\?code=/), page.click('button[value=approve]')]);
     expect(await page.locator('h1').textContent()).toBe('Car approved');
+
+    // Typed by hand with a trailing slash, the page's forms still reach the page.
+    const other = await car('/v1/pair/start', { installationId: OTHER_INSTALLATION, name: 'Zoe' });
+    expect((await page.goto(new URL('/pair/', running.url).href))?.status()).toBe(200);
+    await page.fill('#code', other.userCode!);
+    await Promise.all([page.waitForURL(/\/pair\/\?code=/), page.click('button[type=submit]')]);
+    expect(await page.locator('dd', { hasText: OTHER_INSTALLATION }).count()).toBe(1);
+    await page.fill('#password', PASSWORD);
+    await Promise.all([page.waitForLoadState(), page.click('button[value=deny]')]);
+    expect(await page.locator('h1').textContent()).toBe('Car denied');
     expect(console).toEqual([]);
 
     const collected = await car('/v1/pair/poll', { pairingId: started.pairingId! });

@@ -80,7 +80,8 @@ export function CodePage({ notice }: { notice?: string }) {
     <Layout title="Pair a car">
       <Notice text={notice} />
       <p>Enter the code the car shows next to its QR code.</p>
-      <form method="get" action="pair">
+      {/* No action: the form goes to the page's own address, with or without a trailing slash or a proxy's prefix. */}
+      <form method="get">
         <label for="code">Code</label>
         <input id="code" name="code" class="code" required autocomplete="off" autocapitalize="characters"
           spellcheck="false" placeholder="XXXX-XXXX" maxlength="12" />
@@ -110,7 +111,7 @@ export function ApprovalPage({ request, msLeft, notice }: { request: PairingRequ
         <dt>Expires</dt>
         <dd safe>{`in about ${minutes} minute${minutes === 1 ? '' : 's'}`}</dd>
       </dl>
-      <form method="post" action="pair">
+      <form method="post">
         <input type="hidden" name="code" value={code} />
         {/* Lets password managers file the approval password under a name; the server ignores it. */}
         <input name="username" autocomplete="username" value="ev-ingest approval" hidden readonly />
