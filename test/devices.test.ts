@@ -162,6 +162,19 @@ describe('the registry watcher', () => {
     expect(refused(service, token)).toBe(true);
   });
 
+  test('a counter that lost its row refuses the start, saying how to restore it', async () => {
+    const service = await start({ dir: tempDir() });
+    const path = service.config.databasePath;
+    await service.close();
+    const db = new Database(path);
+    db.run('DELETE FROM devices_version');
+    db.close();
+    const refused = await startTestService({ databasePath: path }).catch((error: Error) => error);
+    expect((refused as Error).message).toBe(
+      'paired devices cannot be loaded: devices_version has lost its row; restore it with INSERT INTO devices_version VALUES (0)',
+    );
+  });
+
   test('a database it can no longer read is logged, not thrown from the timer', async () => {
     const service = await start();
     const db = new Database(service.config.databasePath, { readonly: true });

@@ -30,7 +30,10 @@ export function activeDevices(db: Database): ActiveDevice[] {
 
 /** Moves whenever a device is added, deleted, or its token, installation or revocation changes (not on lastSeen). */
 export function currentDevicesVersion(db: Database): number {
-  return db.query<{ version: number }, []>('SELECT version FROM devices_version').get()!.version;
+  const row = db.query<{ version: number }, []>('SELECT version FROM devices_version').get();
+  // Deleted by hand, revocations by other connections would go unseen: say how to mend it instead.
+  if (!row) throw new Error('devices_version has lost its row; restore it with INSERT INTO devices_version VALUES (0)');
+  return row.version;
 }
 
 /** Every device, newest first. */
