@@ -356,7 +356,9 @@ describe('the /pair page', () => {
       await service.app.handle(new Request('http://localhost/pair', { method: 'POST', body: multipart })),
       await service.request('POST', '/pair', { body: JSON.stringify(fields), token: null, headers: asJson }),
     ]) {
-      expect(await expectPage(refused, 400)).toContain('Form not accepted');
+      expect(await expectPage(refused, 400)).toContain(
+        'The form could not be read (form must be sent as application/x-www-form-urlencoded). Go back and try again.',
+      );
     }
     expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'pending' });
     await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);

@@ -42,7 +42,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
     } catch (error) {
       if (error instanceof HttpError && error.status === 400) {
         // The error's headers too: `Connection: close` stops an oversized upload still arriving.
-        const text = 'The form could not be read. Go back and try again.';
+        const text = `The form could not be read (${error.message}). Go back and try again.`;
         return pageAnswer(400, <MessagePage title="Form not accepted" text={text} />, error.headers);
       }
       log.error('pair.page_failed', { error: describeError(error) });
