@@ -280,6 +280,29 @@ describe('dropping values', () => {
     expect(result.rows.length).toBe(stored);
   });
 
+  test('a value nested 60,000 deep is dropped and quoted by its first 40 characters', async () => {
+    // Such values parse, but JSON.stringify takes over a second on them and then throws: quoting must not need it.
+    const deep = (open: string, inner: string, close: string) => `${open.repeat(60_000)}${inner}${close.repeat(60_000)}`;
+    const arrays = freshInstallation();
+    const samples = [`{"utc":${UTC},"soc":${deep('[', '', ']')},"speed":5}`, `{"utc":${deep('[', '', ']')}}`];
+    expect(await post(`{"installationId":"${arrays}","samples":[${samples.join(',')}]}`)).toEqual({
+      status: 200,
+      body: {
+        stored: 1,
+        droppedCount: 2,
+        dropped: [`samples[0].soc: ${'['.repeat(40)}… is not a number`, `samples[1]: utc ${'['.repeat(40)}… is not an integer`],
+      },
+    });
+    const objects = freshInstallation();
+    const sample = `{"utc":${UTC},"power":${deep('{"":', '1', '}')},"speed":6}`;
+    expect(await post(`{"installationId":"${objects}","samples":[${sample}]}`)).toEqual({
+      status: 200,
+      body: { stored: 1, droppedCount: 1, dropped: [`samples[0].power: ${'{"":'.repeat(10)}… is not a number`] },
+    });
+    expect(rowsOf(arrays).map((row) => [row.utc, row.speed])).toEqual([[UTC, 5]]);
+    expect(rowsOf(objects).map((row) => [row.utc, row.speed])).toEqual([[UTC, 6]]);
+  });
+
   test('a dropped value leaves the rest of its sample stored', async () => {
     const result = await postSamples([{ utc: UTC, soc: 140, speed: 5, lat: 41.01 }]);
     expect(result.rows).toEqual([expect.objectContaining({ utc: UTC, soc: null, speed: 5, lat: null })]);

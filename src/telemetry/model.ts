@@ -167,6 +167,37 @@ function quote(value: unknown): string {
     const chars = [...value.slice(0, 2 * max)];
     return chars.length <= max && value.length <= 2 * max ? JSON.stringify(value) : `${JSON.stringify(chars.slice(0, max).join(''))}…`;
   }
-  const json = JSON.stringify(value);
+  const json = jsonStart(value, max);
   return json.length <= max ? json : `${json.slice(0, max)}…`;
+}
+
+/**
+ * The JSON of a value up to just past `max` characters: a large or deeply nested value is never written
+ * whole (`JSON.stringify` of a 60,000-deep array, which the body cap allows, takes over a second and throws).
+ */
+function jsonStart(value: unknown, max: number): string {
+  let json = '';
+  const write = (part: unknown): void => {
+    if (Array.isArray(part)) {
+      json += '[';
+      for (let i = 0; i < part.length && json.length <= max; i++) {
+        if (i > 0) json += ',';
+        write(part[i]);
+      }
+      json += ']';
+    } else if (typeof part === 'object' && part !== null) {
+      json += '{';
+      let first = true;
+      for (const key in part) {
+        if (json.length > max) break;
+        if (!first) json += ',';
+        first = false;
+        json += `${JSON.stringify(key)}:`;
+        write((part as Record<string, unknown>)[key]);
+      }
+      json += '}';
+    } else json += JSON.stringify(part);
+  };
+  write(value);
+  return json;
 }
