@@ -63,6 +63,19 @@ describe('bearer token', () => {
     expect(await answer(response)).toEqual(unauthorized);
   });
 
+  test('the scheme is matched in any case (RFC 9110), the token exactly', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+      const response = await service.app.handle(
+        new Request('http://localhost/test/echo', { method: 'POST', headers: { authorization: `${scheme} ${OWNER_TOKEN}` }, body: '{}' }),
+      );
+      expect(await answer(response)).toEqual({ status: 200, body: { keys: 0 } });
+    }
+    const shouted = await service.app.handle(
+      new Request('http://localhost/test/echo', { method: 'POST', headers: { authorization: `Bearer ${OWNER_TOKEN.toUpperCase()}` }, body: '{}' }),
+    );
+    expect(await answer(shouted)).toEqual(unauthorized);
+  });
+
   test('401 comes before the body is read: invalid or oversized bodies without a token', async () => {
     for (const body of ['{not json', 'x'.repeat(limits.bodyBytes + 1)]) {
       expect(await answer(await service.request('POST', '/test/echo', { body, token: null }))).toEqual(unauthorized);

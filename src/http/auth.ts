@@ -8,9 +8,11 @@ export type Caller = { kind: 'owner' } | { kind: 'device'; deviceId: string; ins
 
 const OWNER: Caller = { kind: 'owner' };
 
-/** The token of an `Authorization: Bearer <token>` header, or null for anything else. */
+const BEARER = /^bearer /i;
+
+/** The token of an `Authorization: Bearer <token>` header (the scheme in any case, RFC 9110), or null for anything else. */
 export function bearerToken(header: string | null): string | null {
-  if (header === null || !header.startsWith('Bearer ')) return null;
+  if (header === null || !BEARER.test(header)) return null;
   const token = header.slice('Bearer '.length);
   return token === '' ? null : token;
 }
