@@ -67,7 +67,9 @@ describe('POST /v1/devices/{id}/revoke', () => {
     expect(refused(service, token)).toBe(true);
     clock += 5000;
     expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({ status: 200, body: expected });
-    expect(await answer(await service.request('POST', '/v1/devices/nope/revoke', { token: PASSWORD }))).toEqual({ status: 404, body: { error: 'device not found' } });
+    for (const unknown of ['nope', '%ZZ']) {
+      expect(await answer(await service.request('POST', `/v1/devices/${unknown}/revoke`, { token: PASSWORD }))).toEqual({ status: 404, body: { error: 'device not found' } });
+    }
     expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
   });
 

@@ -36,7 +36,8 @@ export function deviceRoutes({ devices, lock, log }: DeviceRouteDeps) {
       '/v1/devices/:id/revoke',
       async ({ request, params }) => {
         assertOwner(request);
-        const device = await devices.revoke(params.id);
+        // Elysia gives null for an id whose escapes do not decode (`%ZZ`): no device has it.
+        const device = typeof params.id === 'string' ? await devices.revoke(params.id) : null;
         if (!device) throw notFound(messages.deviceNotFound);
         log.info('device.revoked', { device: device.id, by: 'http' });
         return deviceView(device);
