@@ -35,7 +35,7 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
     server = listen(service.app.fetch, config, log);
   } catch (error) {
     await closeService(service, storage);
-    throw new ConfigError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+    throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
   }
 
   log.info('started', {

@@ -205,16 +205,20 @@ test('an unexpected failure is 500 "internal server error", its detail only in t
   expect(service.log.lines.some((line) => line.includes('disk on fire at /secret/path'))).toBe(true);
 });
 
-test('a port already in use refuses the start with one message naming the address', async () => {
+test('a port already in use, or a host that is none, refuses the start with one message naming both settings', async () => {
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
-  try {
-    const config = testConfig(tempDir(), { host: '127.0.0.1', port: taken.port });
-    const refused = await serve(config, createMemoryLogger()).then(
-      async (running) => (await running.stop(), 'started'),
+  const refusal = (host: string, port: number) =>
+    serve(testConfig(tempDir(), { host, port }), createMemoryLogger()).then(
+      async (running) => (await running.stop(), new Error('started')),
       (error: Error) => error,
     );
-    expect(refused).toBeInstanceOf(ConfigError);
-    expect((refused as Error).message).toStartWith(`cannot listen on 127.0.0.1:${taken.port}: `);
+  try {
+    for (const [host, port] of [['127.0.0.1', taken.port!], ['not_a_host', 0]] as const) {
+      const refused = await refusal(host, port);
+      expect(refused).toBeInstanceOf(ConfigError);
+      expect(refused.message).toStartWith(`cannot listen on HOST ${host} PORT ${port}: `);
+      expect(refused.message).not.toContain('\n');
+    }
   } finally {
     taken.stop(true);
   }
