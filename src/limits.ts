@@ -79,6 +79,8 @@ export const limits = {
   /** First backoff after a failed attempt; it doubles up to `plannerBackoffMaxMs`. */
   plannerBackoffFirstMs: 1000,
   plannerBackoffMaxMs: 60_000,
+  /** Longest planner answer read, in bytes: its real ones are `{"status":"ok"}` or a short error; a longer one is cut off. */
+  plannerAnswerBytes: 4_096,
   /** Deadline of one request to the planner. */
   plannerTimeoutMs: 10_000,
   /**

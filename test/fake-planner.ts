@@ -1,6 +1,6 @@
 /**
  * A local HTTP server playing the planner (ABRP's telemetry API): it records every request and
- * answers what the test tells it to (200/400/429/500, a wrong body, or after a delay).
+ * answers what the test tells it to (200/400/429/500, a wrong or endless body, or after a delay).
  */
 import type { Server } from 'bun';
 
@@ -17,7 +17,7 @@ export interface PlannerRequest {
 
 export interface PlannerReply {
   status?: number;
-  body?: string;
+  body?: string | ReadableStream<Uint8Array>;
   /** Holds the request this long before answering. */
   delayMs?: number;
   /** Headers besides the JSON content type (a redirect's `location`). */
@@ -45,6 +45,34 @@ export interface FakePlanner {
 export const ACCEPT: PlannerReply = { status: 200, body: '{"status":"ok"}' };
 /** The body of every error answer: a test asserts it never reaches the log. */
 export const PLANNER_ERROR_BODY = '{"status":"error","message":"planner-answer-body-not-for-logs"}';
+
+/**
+ * An answer body without end (but a cap, so a client reading all of it still finishes): `head`, then
+ * spaces (JSON whitespace, so a head of `{"status":"ok"}` stays a valid answer) up to `capBytes`.
+ */
+export class EndlessBody {
+  /** Bytes handed to the connection so far. */
+  written = 0;
+  /** Given out to its cap (`complete`), or `cancelled` because the client let the connection go. */
+  state: 'open' | 'complete' | 'cancelled' = 'open';
+  readonly stream: ReadableStream<Uint8Array>;
+
+  constructor(head: string, capBytes: number) {
+    const spaces = new Uint8Array(64 * 1024).fill(0x20);
+    this.stream = new ReadableStream<Uint8Array>({
+      pull: (controller) => {
+        if (this.written >= capBytes) {
+          this.state = 'complete';
+          return controller.close();
+        }
+        const chunk = this.written === 0 ? new TextEncoder().encode(head) : spaces;
+        controller.enqueue(chunk);
+        this.written += chunk.byteLength;
+      },
+      cancel: () => void (this.state = 'cancelled'),
+    });
+  }
+}
 
 export function startFakePlanner(reply: FakePlanner['reply'] = () => ACCEPT): FakePlanner {
   const requests: PlannerRequest[] = [];

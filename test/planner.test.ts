@@ -4,7 +4,7 @@ import type { Config, PlannerConfig } from '../src/config.ts';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
-import { PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
+import { EndlessBody, PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
 import { compiledBinary, startBinary } from './binary.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
 
@@ -101,6 +101,11 @@ function states(target: TestService, installationId: string): [number, number][]
     )
     .all(installationId)
     .map((row) => [row.utc, row.state]);
+}
+
+/** The forwarder's log lines (retries, given-up samples), without their time stamps. */
+function plannerLog(target: TestService): string[] {
+  return target.log.lines.filter((line) => line.includes(' planner.')).map((line) => line.slice(line.indexOf(' ') + 1));
 }
 
 async function forward(target: TestService, installationId: string, samples: Sample[]): Promise<void> {
@@ -249,6 +254,72 @@ test('a 200 without {"status":"ok"} gives the sample up', async () => {
   await forward(target, INSTALLATION, samplesAt(T0));
   expect(fake.requests).toHaveLength(1);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
+});
+
+test('an answer of up to 4 KiB is read whole; a 200 one byte longer is not ok and gives the sample up', async () => {
+  const okPaddedTo = (bytes: number) => '{"status":"ok"}'.padEnd(bytes, ' ');
+  const longest = limits.plannerAnswerBytes;
+  const fake = planner((request) => ({ body: okPaddedTo(request.tlm.utc === T0 ? longest : longest + 1) }));
+  const target = await service(forwarding(fake));
+  await forward(target, INSTALLATION, samplesAt(T0, T0 + 1));
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
+  expect(states(target, INSTALLATION)).toEqual([
+    [T0, PlannerState.sent],
+    [T0 + 1, PlannerState.givenUp],
+  ]);
+  expect(plannerLog(target)).toEqual([`warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`]);
+});
+
+describe('an endless answer', () => {
+  /** Far past what a bounded read takes, yet read whole in a moment by a client without the bound. */
+  const CAP = 64 * 1024 * 1024;
+  /** What the loopback connection's buffers take in ahead of a client that stops reading: a few MiB. */
+  const BUFFERED_MAX = 16 * 1024 * 1024;
+
+  /**
+   * A planner answering the first request with `status` and an endless body starting with `head`, the
+   * rest `{"status":"ok"}`; `atNext` is that body as the next request found it.
+   */
+  function endlessFirst(status: number, head: string) {
+    const endless = { body: new EndlessBody(head, CAP), atNext: { state: 'no next request', written: 0 } };
+    const fake = planner((_, index) => {
+      if (index === 0) return { status, body: endless.body.stream };
+      if (index === 1) endless.atNext = { state: endless.body.state, written: endless.body.written };
+      return {};
+    });
+    return { fake, endless };
+  }
+
+  /** Read no further than the bound and let go before the next request: only the connection's buffers were filled. */
+  function expectCutOff(endless: ReturnType<typeof endlessFirst>['endless']): void {
+    expect(endless.atNext.state).toBe('cancelled');
+    expect(endless.atNext.written).toBeLessThan(BUFFERED_MAX);
+  }
+
+  test('a 200 is cut off past 4 KiB, though it would read as ok, and gives the sample up at once', async () => {
+    const { fake, endless } = endlessFirst(200, '{"status":"ok"}');
+    const target = await service(forwarding(fake));
+    await forward(target, INSTALLATION, samplesAt(T0, T0 + 1));
+    expectCutOff(endless);
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
+    expect(states(target, INSTALLATION)).toEqual([
+      [T0, PlannerState.givenUp],
+      [T0 + 1, PlannerState.sent],
+    ]);
+  expect(plannerLog(target)).toEqual([`warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`]);
+  });
+
+  test('a 503 is cut off past 4 KiB and retried as any 503; the answer is not logged', async () => {
+    const { fake, endless } = endlessFirst(503, PLANNER_ERROR_BODY);
+    const target = await service(forwarding(fake));
+    await forward(target, INSTALLATION, samplesAt(T0));
+    expectCutOff(endless);
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+    expect(target.planner.stats).toEqual({ sent: 1, givenUp: 0, retried: 1, outboxReads: 1 });
+    expect(plannerLog(target)).toEqual([`warn planner.retry installation=${INSTALLATION} status=503 attempt=1`]);
+    expect(target.log.lines.join('\n')).not.toContain('planner-answer-body');
+  });
 });
 
 test('429 and 5xx are tried 5 times, then given up; the backoff doubles to 60 s and carries to the next sample', async () => {

@@ -2,6 +2,7 @@
  * The planner's wire format (ABRP telemetry API): one sample per form-encoded POST, answered
  * `{"status":"ok"}` on success. Nothing here logs: the body holds the key and the token.
  */
+import { limits } from '../limits.ts';
 import { sampleFieldNames } from '../telemetry/fields.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 
@@ -47,14 +48,38 @@ export async function postSample(url: string, body: string, signal: AbortSignal)
       // The body holds the key and the token: they go to PLANNER_URL and nowhere a 3xx points (given up).
       redirect: 'manual',
     });
-    const text = await response.text();
+    const text = await answerText(response);
     if (response.status === 200) {
+      if (text === null) return { kind: 'rejected', reason: { error: 'AnswerTooLarge' } };
       return isOk(text) ? { kind: 'accepted' } : { kind: 'rejected', reason: { error: 'UnexpectedAnswer' } };
     }
     const reason = { status: response.status };
     return response.status === 429 || response.status >= 500 ? { kind: 'retry', reason } : { kind: 'rejected', reason };
   } catch (error) {
     return { kind: 'retry', reason: { error: errorClass(error) } };
+  }
+}
+
+/**
+ * The answer's body, or null once it passes `limits.plannerAnswerBytes`: a hostile planner's endless
+ * answer is cut off there, so it costs no more memory than a short one.
+ */
+async function answerText(response: Response): Promise<string | null> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let bytes = 0;
+  try {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      bytes += read.value.byteLength;
+      if (bytes > limits.plannerAnswerBytes) return null;
+      text += decoder.decode(read.value, { stream: true });
+    }
+    return text + decoder.decode();
+  } finally {
+    // Lets the connection go with the rest unread; it rejects after a failed read, with nothing left to cancel.
+    reader.cancel().catch(() => {});
   }
 }
 
