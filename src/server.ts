@@ -19,7 +19,7 @@ export interface Running {
 }
 
 export async function serve(config: Config, log: Logger): Promise<Running> {
-  const storage = await openStorage(config);
+  const storage = await openStorage(config, { serverLock: true });
   const fatal = new Promise<Error>((resolve) => {
     storage.committer.onBroken = (error) => {
       log.error('writer.failed', { reason: error.message });

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
-import { compiledBinary, startBinary } from './binary.ts';
+import { compiledBinary, launchBinary, startBinary } from './binary.ts';
 import { consumptionChunk, INSTALLATION, OWNER_TOKEN, tempDir } from './support.ts';
 
 let binary: string;
@@ -133,6 +133,48 @@ describe('shutdown', () => {
     const db = new Database(path, { readonly: true });
     expect(db.query('SELECT soc FROM samples').all()).toEqual([{ soc: 50 }]);
     db.close();
+  });
+});
+
+describe('one server per database', () => {
+  test('a second server on the database exits 1 with one line; the first goes on serving, the devices command and another database beside it', async () => {
+    const cwd = tempDir();
+    const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
+    const first = await startBinary(binary, env, cwd);
+    const put = (chunk: object) =>
+      fetch(new URL('/v1/consumption/daily', first.url), {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(chunk),
+      });
+    expect((await put(consumptionChunk())).status).toBe(204);
+    expect(await launchBinary(binary, env, cwd)).toEqual({
+      exited: {
+        code: 1,
+        stdout: '',
+        stderr: `ev-ingest: DATABASE_PATH ${env.DATABASE_PATH} is used by another ev-ingest server; refusing to start a second one\n`,
+      },
+    });
+    expect((await put(consumptionChunk({ recordedAt: 1_764_080_000_124 }))).status).toBe(204);
+    expect(run(['devices', 'list'], { DATABASE_PATH: env.DATABASE_PATH })).toEqual({ code: 0, stdout: '', stderr: '' });
+    const other = await startBinary(binary, { ...env, DATABASE_PATH: join(cwd, 'other.db') }, cwd);
+    expect((await fetch(new URL('/v1/health', other.url))).status).toBe(200);
+    expect(await other.stop()).toBe(0);
+    // Killed, so nothing is checkpointed at a stop: both writes are in the WAL the refused start left alone.
+    expect(await first.stop('SIGKILL')).not.toBe(0);
+    const db = new Database(env.DATABASE_PATH, { readonly: true });
+    expect(db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 2 });
+    db.close();
+  });
+
+  test('the lock goes with the server: after a stop or a SIGKILL the next one starts', async () => {
+    const cwd = tempDir();
+    const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
+    expect(await (await startBinary(binary, env, cwd)).stop('SIGTERM')).toBe(0);
+    expect(await (await startBinary(binary, env, cwd)).stop('SIGKILL')).not.toBe(0);
+    const last = await startBinary(binary, env, cwd);
+    expect((await fetch(new URL('/v1/health', last.url))).status).toBe(200);
+    expect(await last.stop()).toBe(0);
   });
 });
 

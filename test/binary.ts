@@ -35,11 +35,11 @@ export interface RunningBinary {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
-/**
- * Starts the binary and waits for its `started` line, which names the address it listens on.
- * Standard output goes to a file in `cwd`, so that reading it costs the process under test nothing.
- */
-export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
+/** What a start came to: a server, or a process that ended before serving (a refused start). */
+export type Start = { running: RunningBinary } | { exited: { code: number; stdout: string; stderr: string } };
+
+/** Starts the binary and waits for it to serve (see startBinary) or to exit. */
+export async function launchBinary(binary: string, env: Record<string, string>, cwd: string): Promise<Start> {
   const logPath = join(cwd, `ev-ingest.${++starts}.stdout.log`); // one per start: a restart must not read the last one's address
   const child = Bun.spawn([binary], {
     cwd,
@@ -54,19 +54,34 @@ export async function startBinary(binary: string, env: Record<string, string>, c
   const deadline = Date.now() + 10_000;
   let address: string | undefined;
   while (!(address = / info started .*address=(\S+)/.exec(output())?.[1])) {
-    if (child.exitCode !== null || Date.now() > deadline) {
+    if (child.exitCode !== null) {
+      return { exited: { code: await child.exited, stdout: output(), stderr: await new Response(child.stderr).text() } };
+    }
+    if (Date.now() > deadline) {
       child.kill();
-      throw new Error(`did not start: ${output()}${await new Response(child.stderr).text()}`);
+      throw new Error(`did not start in time: ${output()}${await new Response(child.stderr).text()}`);
     }
     await Bun.sleep(5);
   }
   return {
-    url: new URL(address),
-    process: child,
-    output,
-    async stop(signal = 'SIGTERM') {
-      child.kill(signal);
-      return child.exited;
+    running: {
+      url: new URL(address),
+      process: child,
+      output,
+      async stop(signal = 'SIGTERM') {
+        child.kill(signal);
+        return child.exited;
+      },
     },
   };
+}
+
+/**
+ * Starts the binary and waits for its `started` line, which names the address it listens on.
+ * Standard output goes to a file in `cwd`, so that reading it costs the process under test nothing.
+ */
+export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
+  const start = await launchBinary(binary, env, cwd);
+  if ('exited' in start) throw new Error(`did not start (exit ${start.exited.code}): ${start.exited.stdout}${start.exited.stderr}`);
+  return start.running;
 }

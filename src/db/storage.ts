@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { Committer } from './committer.ts';
 import { migrate } from './migrate.ts';
 import { openDatabase } from './open.ts';
+import { takeServerLock, type ServerLock } from './server-lock.ts';
 
 export interface Storage {
   /** The main thread's connection: reads, and migrations at start-up. */
@@ -14,11 +15,18 @@ export interface Storage {
 
 export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'>;
 
-export async function openStorage(options: StorageOptions): Promise<Storage> {
+/**
+ * Opens the database for the server (`serverLock`: one server per database, see server-lock.ts) or for
+ * a command-line tool, which runs beside the server and takes no lock.
+ */
+export async function openStorage(options: StorageOptions, { serverLock = false } = {}): Promise<Storage> {
   // The process's first connection to the file, so the one that checks it; the writer's comes after.
   const db = openDatabase(options.databasePath, options.durability, { checkHeader: true });
+  let lock: ServerLock | undefined;
   let committer: Committer;
   try {
+    // Before the migrations: a second server must not change the schema under the one running.
+    if (serverLock) lock = takeServerLock(db, options.databasePath);
     migrate(db);
     committer = await Committer.start({
       path: options.databasePath,
@@ -27,6 +35,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     });
   } catch (error) {
     db.close();
+    lock?.release();
     throw error;
   }
   return {
@@ -35,6 +44,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     async close() {
       await committer.close();
       db.close();
+      lock?.release(); // last: a server started next in this process finds the database closed
     },
   };
 }

@@ -1,0 +1,43 @@
+/**
+ * One server per database. Two servers on one file would both store safely, but each would run its own
+ * planner forwarder over the one outbox and send every sample twice. So the server holds an SQLite
+ * write lock on `<database file>.lock` for as long as it runs, and a second server refuses to start.
+ * The lock is the kernel's (fcntl), dropped when the process ends however it ends: a crash never leaves
+ * a stale one. The command-line tools do not take it, so they keep working beside the server.
+ */
+import { Database } from 'bun:sqlite';
+import { StorageError } from './open.ts';
+
+export interface ServerLock {
+  /** Gives the lock up. Until then keep this object reachable: bun:sqlite closes a collected connection. */
+  release(): void;
+}
+
+/**
+ * Takes the lock of the database `db` is connected to, named after the file SQLite itself opened, so
+ * that every path to one database (a symbolic link, a relative path) meets the same lock. Never open
+ * the lock file any other way in this process: closing any descriptor of it drops the lock.
+ */
+export function takeServerLock(db: Database, databasePath: string): ServerLock {
+  const lockPath = `${databaseFile(db)}.lock`;
+  let lock: Database | undefined;
+  try {
+    lock = new Database(lockPath, { create: true });
+    lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
+    lock.run('PRAGMA journal_mode = MEMORY'); // nothing is written: no -journal file beside it
+    // Held open until release: the exclusive lock on the (empty) file is taken now and kept.
+    lock.run('BEGIN EXCLUSIVE');
+    return { release: () => lock!.close() };
+  } catch (error) {
+    lock?.close();
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new StorageError(`DATABASE_PATH ${databasePath} is used by another ev-ingest server; refusing to start a second one`);
+    }
+    throw new StorageError(`DATABASE_PATH ${databasePath} cannot be used: its lock file ${lockPath}: ${(error as Error).message}`);
+  }
+}
+
+/** The absolute path SQLite resolved the main database to, symbolic links followed. */
+function databaseFile(db: Database): string {
+  return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
+}

@@ -1,0 +1,74 @@
+/** One server per database, in this process (the compiled binary's processes: test/binary.test.ts). */
+import { afterEach, expect, test } from 'bun:test';
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Config } from '../src/config.ts';
+import { StorageError } from '../src/db/open.ts';
+import { createMemoryLogger } from '../src/log.ts';
+import { serve, type Running } from '../src/server.ts';
+import { tempDir, testConfig } from './support.ts';
+
+const servers: Running[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+});
+
+async function started(config: Config): Promise<Running> {
+  const server = await serve(config, createMemoryLogger());
+  servers.push(server);
+  return server;
+}
+
+/** The error a start is refused with; a start that succeeds is stopped and fails the test. */
+async function refusal(config: Config): Promise<Error> {
+  const server = await started(config).catch((error: Error) => error);
+  if (!(server instanceof Error)) throw new Error(`a second server started on ${config.databasePath}`);
+  return server;
+}
+
+const used = (path: string) => `DATABASE_PATH ${path} is used by another ev-ingest server; refusing to start a second one`;
+
+async function health(server: Running): Promise<number> {
+  return (await fetch(new URL('/v1/health', server.url))).status;
+}
+
+test('a second server on the same database is refused with one line, and the first goes on serving', async () => {
+  const config = testConfig(tempDir());
+  const first = await started(config);
+  const refused = await refusal(config);
+  expect(refused).toBeInstanceOf(StorageError);
+  expect(refused.message).toBe(used(config.databasePath));
+  expect(await health(first)).toBe(200);
+  // The lock is held by the running server, not by a connection the garbage collector may close.
+  Bun.gc(true);
+  expect((await refusal(config)).message).toBe(used(config.databasePath));
+  // Beside SQLite's own files only the lock, empty: nothing there to back up or to mistake for data.
+  expect(readdirSync(dirname(config.databasePath)).sort()).toEqual(['ev-ingest.db', 'ev-ingest.db-shm', 'ev-ingest.db-wal', 'ev-ingest.db.lock']);
+  expect(statSync(`${config.databasePath}.lock`).size).toBe(0);
+});
+
+test('once the server has stopped, the next one starts on its database', async () => {
+  const config = testConfig(tempDir());
+  const first = await started(config);
+  await first.stop();
+  expect(await health(await started(config))).toBe(200);
+});
+
+test('every path to one database meets the same lock: a link to a file yet to be created, a linked folder', async () => {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'real'));
+  symlinkSync(join(dir, 'real', 'ev.db'), join(dir, 'link.db')); // dangling: SQLite creates the file it names
+  symlinkSync(join(dir, 'real'), join(dir, 'folder'));
+  await started(testConfig(dir, { databasePath: join(dir, 'link.db') }));
+  expect(existsSync(join(dir, 'real', 'ev.db.lock'))).toBe(true);
+  for (const path of [join(dir, 'real', 'ev.db'), join(dir, 'folder', 'ev.db')]) {
+    expect((await refusal(testConfig(dir, { databasePath: path }))).message).toBe(used(path));
+  }
+});
+
+test('two databases in one folder each have their server', async () => {
+  const dir = tempDir();
+  const a = await started(testConfig(dir, { databasePath: join(dir, 'a.db') }));
+  const b = await started(testConfig(dir, { databasePath: join(dir, 'b.db') }));
+  expect([await health(a), await health(b)]).toEqual([200, 200]);
+});
