@@ -80,14 +80,20 @@ function readSettingsFile(path: string, refusal: (code: string) => string, absen
 export function withSecrets(env: Env): Env {
   const resolved: Env = { ...env };
   for (const name of SECRET_VARIABLES) {
-    const filePath = resolved[`${name}_FILE`];
-    if (filePath === undefined || filePath === '') continue;
+    const filePath = secretFilePath(resolved, name);
+    if (filePath === undefined) continue;
     if (resolved[name] !== undefined && resolved[name] !== '') {
       throw new ConfigError(`${name} and ${name}_FILE are both set; set only one of them`);
     }
     resolved[name] = readSecretFile(name, filePath);
   }
   return resolved;
+}
+
+/** The file `<name>_FILE` names, if it is set (empty counts as unset). */
+function secretFilePath(env: Env, name: string): string | undefined {
+  const path = env[`${name}_FILE`];
+  return path === '' ? undefined : path;
 }
 
 function readSecretFile(name: string, path: string): string {
@@ -142,8 +148,8 @@ export function serveConfig(env: Env): Config {
     durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
-    ingestToken: ingestToken(env.INGEST_TOKEN),
-    approvalPassword: approvalPassword(env.APPROVAL_PASSWORD),
+    ingestToken: ingestToken(env),
+    approvalPassword: approvalPassword(env),
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
     host: nonEmpty(env.HOST) ?? '0.0.0.0',
@@ -152,7 +158,9 @@ export function serveConfig(env: Env): Config {
   };
 }
 
-function ingestToken(value: string | undefined): string {
+function ingestToken(env: Env): string {
+  const value = env.INGEST_TOKEN;
+  if (value) refuseUnsendable(env, 'INGEST_TOKEN', value);
   if (value === undefined || value.length < limits.ingestTokenMinChars) {
     throw new ConfigError(
       `INGEST_TOKEN must be set to at least ${limits.ingestTokenMinChars} characters` +
@@ -162,14 +170,36 @@ function ingestToken(value: string | undefined): string {
   return value;
 }
 
-function approvalPassword(value: string | undefined): string | null {
+function approvalPassword(env: Env): string | null {
+  const value = env.APPROVAL_PASSWORD;
   if (value === undefined || value === '') return null;
+  refuseUnsendable(env, 'APPROVAL_PASSWORD', value);
   if (value.length < limits.approvalPasswordMinChars) {
     throw new ConfigError(
       `APPROVAL_PASSWORD must have at least ${limits.approvalPasswordMinChars} characters (it has ${value.length}); unset it to turn pairing off`,
     );
   }
   return value;
+}
+
+/**
+ * Refuses a secret that clients present (a Bearer header, the /pair form) holding what no client can send
+ * as given: HTTP drops a header's outer whitespace and cannot carry a newline. Refused, never trimmed:
+ * a trimmed secret would differ from the one the owner stored in the car. The message never holds the value.
+ */
+function refuseUnsendable(env: Env, name: 'INGEST_TOKEN' | 'APPROVAL_PASSWORD', secret: string): void {
+  const rule = unsendableRule(secret);
+  if (rule === null) return;
+  const fromFile = secretFilePath(env, name) !== undefined;
+  throw new ConfigError(`${fromFile ? `${name} from ${name}_FILE (only its one final newline is dropped)` : name} ${rule}`);
+}
+
+function unsendableRule(secret: string): string | null {
+  // trim() also takes Unicode spaces and a file's byte-order mark: invisible, and never part of what a car sends.
+  if (secret.trim() === '') return 'must not be only whitespace';
+  if (secret.trim() !== secret) return 'must not begin or end with whitespace';
+  if (/[\x00-\x1f\x7f]/.test(secret)) return 'must not hold a control character (a newline, a tab or another)';
+  return null;
 }
 
 function publicUrl(value: string | undefined): string {

@@ -37,6 +37,7 @@ describe('command line', () => {
       stdout: '',
       stderr: 'ev-ingest: INGEST_TOKEN must be set to at least 24 characters (it has 9)\n',
     });
+    expect(run([], { INGEST_TOKEN: `${OWNER_TOKEN} ` }).stderr).toBe('ev-ingest: INGEST_TOKEN must not begin or end with whitespace\n');
     expect(run([], { INGEST_TOKEN: OWNER_TOKEN, PORT: 'eighty' }).stderr).toBe(
       'ev-ingest: PORT must be a whole number from 0 to 65535 (0 picks a free port)\n',
     );

@@ -7,6 +7,13 @@ import { tempDir } from './support.ts';
 
 const TOKEN = 'a-valid-ingest-token-of-24+';
 
+/** The rules a secret that clients send (INGEST_TOKEN, APPROVAL_PASSWORD) is refused by, after the variable's name. */
+const RULE = {
+  blank: 'must not be only whitespace',
+  outer: 'must not begin or end with whitespace',
+  control: 'must not hold a control character (a newline, a tab or another)',
+};
+
 function refusal(env: Env): string {
   try {
     serveConfig(env);
@@ -49,6 +56,42 @@ describe('serveConfig', () => {
     expect(serveConfig({ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long-enough-1' }).approvalPassword).toBe(
       'long-enough-1',
     );
+  });
+
+  // Refused, not trimmed: HTTP drops a header's outer whitespace and cannot carry a newline, so no client could match.
+  test('an INGEST_TOKEN or APPROVAL_PASSWORD no client can send as given refuses to start, without its value', () => {
+    const cases: [Env, string][] = [
+      [{ INGEST_TOKEN: ' '.repeat(24) }, `INGEST_TOKEN ${RULE.blank}`],
+      [{ INGEST_TOKEN: ' ' }, `INGEST_TOKEN ${RULE.blank}`],
+      [{ INGEST_TOKEN: `${TOKEN} ` }, `INGEST_TOKEN ${RULE.outer}`],
+      [{ INGEST_TOKEN: ` ${TOKEN}` }, `INGEST_TOKEN ${RULE.outer}`],
+      [{ INGEST_TOKEN: `${TOKEN}\t` }, `INGEST_TOKEN ${RULE.outer}`],
+      [{ INGEST_TOKEN: `${TOKEN}\n` }, `INGEST_TOKEN ${RULE.outer}`],
+      [{ INGEST_TOKEN: `${TOKEN}\u00a0` }, `INGEST_TOKEN ${RULE.outer}`],
+      [{ INGEST_TOKEN: `\ufeff${TOKEN}` }, `INGEST_TOKEN ${RULE.outer}`],
+      [{ INGEST_TOKEN: `a-valid\ningest-token-of-24+` }, `INGEST_TOKEN ${RULE.control}`],
+      [{ INGEST_TOKEN: `a-valid\r\ningest-token-of-24+` }, `INGEST_TOKEN ${RULE.control}`],
+      [{ INGEST_TOKEN: `a-valid\tingest-token-of-24+` }, `INGEST_TOKEN ${RULE.control}`],
+      [{ INGEST_TOKEN: `a-valid\x00ingest-token-of-24+` }, `INGEST_TOKEN ${RULE.control}`],
+      [{ INGEST_TOKEN: `a-valid\x1fingest-token-of-24+` }, `INGEST_TOKEN ${RULE.control}`],
+      [{ INGEST_TOKEN: `a-valid\x7fingest-token-of-24+` }, `INGEST_TOKEN ${RULE.control}`],
+      [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: ' '.repeat(12) }, `APPROVAL_PASSWORD ${RULE.blank}`],
+      [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: ' ' }, `APPROVAL_PASSWORD ${RULE.blank}`],
+      [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long-enough-1 ' }, `APPROVAL_PASSWORD ${RULE.outer}`],
+      [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: '\tlong-enough-1' }, `APPROVAL_PASSWORD ${RULE.outer}`],
+      [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long\renough-1' }, `APPROVAL_PASSWORD ${RULE.control}`],
+    ];
+    for (const [env, message] of cases) {
+      const refused = refusal(env);
+      expect(refused).toBe(message);
+      expect(refused).not.toMatch(/token-of-24|enough/);
+    }
+  });
+
+  test('a secret with whitespace inside, which a header and a form field carry, is kept as it is', () => {
+    const config = serveConfig({ INGEST_TOKEN: 'a valid ingest token of 24+', APPROVAL_PASSWORD: 'long enough 1' });
+    expect(config.ingestToken).toBe('a valid ingest token of 24+');
+    expect(config.approvalPassword).toBe('long enough 1');
   });
 
   test('an unusable PORT refuses to start', () => {
@@ -133,6 +176,36 @@ describe('readEnvironment', () => {
     const file = join(dir, 'token');
     writeFileSync(file, 'token-from-a-file-0123456789\n');
     expect(withSecrets(readEnvironment({ INGEST_TOKEN_FILE: file }, dir)).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
+  });
+
+  test('<NAME>_FILE loses one final newline, LF or CRLF, and a second one is refused as whitespace, naming the file variable', () => {
+    const dir = tempDir();
+    const file = join(dir, 'secret');
+    const fromFile = (name: 'INGEST_TOKEN' | 'APPROVAL_PASSWORD', contents: string) => {
+      writeFileSync(file, contents);
+      const otherSecrets = name === 'APPROVAL_PASSWORD' ? { INGEST_TOKEN: TOKEN } : {};
+      return withSecrets(readEnvironment({ ...otherSecrets, [`${name}_FILE`]: file }, dir));
+    };
+    expect(serveConfig(fromFile('INGEST_TOKEN', `${TOKEN}\r\n`)).ingestToken).toBe(TOKEN);
+    expect(serveConfig(fromFile('APPROVAL_PASSWORD', 'long-enough-1\n')).approvalPassword).toBe('long-enough-1');
+    const token = 'INGEST_TOKEN from INGEST_TOKEN_FILE (only its one final newline is dropped)';
+    const password = 'APPROVAL_PASSWORD from APPROVAL_PASSWORD_FILE (only its one final newline is dropped)';
+    expect(refusal(fromFile('INGEST_TOKEN', `${TOKEN}\n\n`))).toBe(`${token} ${RULE.outer}`);
+    expect(refusal(fromFile('INGEST_TOKEN', `${TOKEN}\r\n\r\n`))).toBe(`${token} ${RULE.outer}`);
+    expect(refusal(fromFile('INGEST_TOKEN', `${TOKEN} \n`))).toBe(`${token} ${RULE.outer}`);
+    expect(refusal(fromFile('INGEST_TOKEN', '\n\n'))).toBe(`${token} ${RULE.blank}`);
+    expect(refusal(fromFile('APPROVAL_PASSWORD', 'long-enough-1\n\n'))).toBe(`${password} ${RULE.outer}`);
+    // An empty INGEST_TOKEN_FILE counts as unset: the value came from INGEST_TOKEN.
+    expect(refusal(withSecrets(readEnvironment({ INGEST_TOKEN: `${TOKEN}\n`, INGEST_TOKEN_FILE: '' }, dir)))).toBe(
+      `INGEST_TOKEN ${RULE.outer}`,
+    );
+    expect(refusal(fromFile('APPROVAL_PASSWORD', 'long\nenough-1\n'))).toBe(`${password} ${RULE.control}`);
+  });
+
+  test('a double-quoted INGEST_TOKEN in .env keeps its trailing space, and is refused for it', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, '.env'), `INGEST_TOKEN="${TOKEN} "\n`);
+    expect(refusal(readEnvironment({}, dir))).toBe(`INGEST_TOKEN ${RULE.outer}`);
   });
 
   test('a secret set both plainly and as <NAME>_FILE refuses to start', () => {
