@@ -4,7 +4,7 @@
  * database would miss or tear the commits still in the -wal file).
  */
 import { Database } from 'bun:sqlite';
-import { existsSync, linkSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { limits } from '../limits.ts';
@@ -39,6 +39,7 @@ function backupDatabase(source: string, target: string): number {
   // Written under a temporary name, synced, then linked into place: a crash leaves no half backup.
   const partial = `${target}.partial-${process.pid}`;
   try {
+    createPrivateFile(partial);
     const db = new Database(source, { readwrite: true, create: false });
     try {
       db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
@@ -59,5 +60,19 @@ function backupDatabase(source: string, target: string): number {
     return statSync(target).size;
   } finally {
     rmSync(partial, { force: true });
+  }
+}
+
+/**
+ * Creates the empty file `path`, readable by its owner alone before any data goes in: the copy holds
+ * every location and token hash. `VACUUM INTO` accepts an empty file, keeps its mode and gives its
+ * journal the same; the link into place keeps it too.
+ */
+function createPrivateFile(path: string): void {
+  const fd = openSync(path, 'wx', 0o600); // wx: never an existing file, nor where a symbolic link points
+  try {
+    fchmodSync(fd, 0o600); // the umask may have taken the owner's own bits
+  } finally {
+    closeSync(fd);
   }
 }

@@ -1,18 +1,21 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { closeSync, existsSync, openSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
-async function runBackup(databasePath: string, file: string) {
+/** Runs the CLI with `umask`, which the child inherits. */
+async function runBackup(databasePath: string, file: string, umask = 0o022) {
+  const previous = process.umask(umask);
   const child = Bun.spawn([process.execPath, MAIN, 'backup', file], {
     env: { PATH: process.env.PATH ?? '', DATABASE_PATH: databasePath },
     stdout: 'pipe',
     stderr: 'pipe',
   });
+  process.umask(previous);
   const [code, stdout, stderr] = await Promise.all([
     child.exited,
     new Response(child.stdout).text(),
@@ -88,6 +91,18 @@ test('backup refuses a FILE that exists, and a missing database, with a message 
   expect(existsSync(join(dir, 'copy.db'))).toBe(false);
   expect((await runBackup(source, '')).code).toBe(2);
 });
+
+// 022 lets everyone read a new file; 277 would leave even its owner unable to write it.
+for (const umask of [0o022, 0o277]) {
+  test(`the copy is readable and writable by its owner alone (0600) under the umask ${umask.toString(8)}`, async () => {
+    const dir = tempDir('ev-ingest-backup-');
+    const source = join(dir, 'live.db');
+    new Database(source).run('CREATE TABLE t (x)');
+    const file = join(dir, 'copy.db');
+    expect((await runBackup(source, file, umask)).code).toBe(0);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+}
 
 test('a copy that fails half-way (a damaged page of the source) leaves no file behind', async () => {
   const dir = tempDir('ev-ingest-backup-');
