@@ -4,7 +4,7 @@
  * database would miss or tear the commits still in the -wal file).
  */
 import { Database } from 'bun:sqlite';
-import { closeSync, existsSync, fchmodSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, linkSync, lstatSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { limits } from '../limits.ts';
@@ -22,7 +22,7 @@ export async function backupCommand(
   }
   const databasePath = commandDatabasePath();
   try {
-    const bytes = backupDatabase(databasePath, args[0]!);
+    const bytes = backupDatabase(databasePath, args[0]!, (leftover) => err(`ev-ingest: ${leftover}\n`));
     out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);
     return 0;
   } catch (error) {
@@ -31,15 +31,19 @@ export async function backupCommand(
   }
 }
 
-/** Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a partial file. */
-function backupDatabase(source: string, target: string): number {
+/**
+ * Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a
+ * partial file but one it cannot remove, which it tells `leftBehind`.
+ */
+function backupDatabase(source: string, target: string, leftBehind: Out): number {
   if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
-  if (existsSync(target)) throw new Error(`${target} already exists; choose a new file`);
+  // lstat: a dangling symbolic link is there too, and the link into place would refuse it only after the whole copy.
+  if (lstatSync(target, { throwIfNoEntry: false })) throw new Error(`${target} already exists; choose a new file`);
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
   // Written under a temporary name, synced, then linked into place: a crash leaves no half backup.
   const partial = `${target}.partial-${process.pid}`;
+  createPrivateFile(partial); // before the try: a file this run did not create is not its to remove
   try {
-    createPrivateFile(partial);
     const db = new Database(source, { readwrite: true, create: false });
     try {
       db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
@@ -59,7 +63,16 @@ function backupDatabase(source: string, target: string): number {
     syncPath(dirname(target));
     return statSync(target).size;
   } finally {
+    removePartial(partial, leftBehind);
+  }
+}
+
+/** Removes the partial copy; never throws, so that a failed removal cannot hide why the copy failed. */
+function removePartial(partial: string, leftBehind: Out): void {
+  try {
     rmSync(partial, { force: true });
+  } catch (error) {
+    leftBehind(`could not remove ${partial}: ${(error as Error).message}`);
   }
 }
 

@@ -1,7 +1,7 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { closeSync, existsSync, openSync, readdirSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
@@ -92,6 +92,16 @@ test('backup refuses a FILE that exists, and a missing database, with a message 
   expect((await runBackup(source, '')).code).toBe(2);
 });
 
+test('backup refuses a FILE that is a dangling symbolic link before copying, as an existing file', async () => {
+  const dir = tempDir('ev-ingest-backup-');
+  const source = join(dir, 'live.db');
+  new Database(source).close();
+  const dangling = join(dir, 'dangling.db');
+  symlinkSync(join(dir, 'nowhere.db'), dangling);
+  expect(await runBackup(source, dangling)).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${dangling} already exists; choose a new file\n` });
+  expect(readdirSync(dir).sort()).toEqual(['dangling.db', 'live.db']);
+});
+
 // 022 lets everyone read a new file; 277 would leave even its owner unable to write it.
 for (const umask of [0o022, 0o277]) {
   test(`the copy is readable and writable by its owner alone (0600) under the umask ${umask.toString(8)}`, async () => {
@@ -103,6 +113,17 @@ for (const umask of [0o022, 0o277]) {
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 }
+
+test('when the temporary copy cannot even be created, the reason is told, not a failed removal of the copy never made', async () => {
+  const dir = tempDir('ev-ingest-backup-');
+  const source = join(dir, 'live.db');
+  new Database(source).close();
+  // A name of 248 bytes is allowed (255 at most); with `.partial-PID` appended it is not.
+  const backup = await runBackup(source, join(dir, `${'a'.repeat(245)}.db`));
+  expect(backup).toMatchObject({ code: 1, stdout: '' });
+  expect(backup.stderr).toMatch(/^ev-ingest: backup failed: ENAMETOOLONG: name too long, open '[^']*\.db\.partial-\d+'\n$/);
+  expect(readdirSync(dir)).toEqual(['live.db']);
+});
 
 test('a copy that fails half-way (a damaged page of the source) leaves no file behind', async () => {
   const dir = tempDir('ev-ingest-backup-');
