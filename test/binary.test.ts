@@ -42,6 +42,18 @@ describe('command line', () => {
       'ev-ingest: PORT must be a whole number from 0 to 65535 (0 picks a free port)\n',
     );
   });
+
+  test('backup copies the database on its Worker, an entry point of the build of its own', () => {
+    const dir = tempDir();
+    const source = join(dir, 'live.db');
+    new Database(source).run('CREATE TABLE t (x)');
+    const file = join(dir, 'copy.db');
+    const result = run(['backup', file], { DATABASE_PATH: source });
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    const copy = new Database(file, { readonly: true });
+    expect(copy.query('SELECT name FROM sqlite_master').all()).toEqual([{ name: 't' }]);
+    copy.close();
+  });
 });
 
 describe('serving', () => {

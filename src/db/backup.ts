@@ -3,12 +3,12 @@
  * while the server goes on writing. `VACUUM INTO` reads one WAL snapshot (a plain file copy of a WAL
  * database would miss or tear the commits still in the -wal file).
  */
-import { Database } from 'bun:sqlite';
 import { closeSync, existsSync, fchmodSync, linkSync, lstatSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
-import { limits } from '../limits.ts';
+import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
 import { syncPath } from './wal-sync.ts';
+import { workerEntry } from './worker-entry.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
 
@@ -21,8 +21,9 @@ export async function backupCommand(
     return usage(err, BACKUP_USAGE);
   }
   const databasePath = commandDatabasePath();
+  const leftBehind: Out = (leftover) => err(`ev-ingest: ${leftover}\n`);
   try {
-    const bytes = backupDatabase(databasePath, args[0]!, (leftover) => err(`ev-ingest: ${leftover}\n`));
+    const bytes = await stoppableBySignal((stopped) => backupDatabase(databasePath, args[0]!, stopped, leftBehind));
     out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);
     return 0;
   } catch (error) {
@@ -33,9 +34,9 @@ export async function backupCommand(
 
 /**
  * Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a
- * partial file but one it cannot remove, which it tells `leftBehind`.
+ * partial file but one it cannot remove, which it tells `leftBehind`; gives up when `stopped` rejects.
  */
-function backupDatabase(source: string, target: string, leftBehind: Out): number {
+async function backupDatabase(source: string, target: string, stopped: Promise<never>, leftBehind: Out): Promise<number> {
   if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
   // lstat: a dangling symbolic link is there too, and the link into place would refuse it only after the whole copy.
   if (lstatSync(target, { throwIfNoEntry: false })) throw new Error(`${target} already exists; choose a new file`);
@@ -44,21 +45,7 @@ function backupDatabase(source: string, target: string, leftBehind: Out): number
   const partial = `${target}.partial-${process.pid}`;
   createPrivateFile(partial); // before the try: a file this run did not create is not its to remove
   try {
-    const db = new Database(source, { readwrite: true, create: false });
-    try {
-      db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
-      db.query('VACUUM INTO ?').run(partial); // may fail half-way (a full disk, a damaged page)
-    } finally {
-      db.close();
-    }
-    const check = new Database(partial, { readonly: true });
-    try {
-      const result = check.query<{ quick_check: string }, []>('PRAGMA quick_check').get()?.quick_check;
-      if (result !== 'ok') throw new Error(`the copy failed its check: ${result}`);
-    } finally {
-      check.close();
-    }
-    syncPath(partial);
+    await copyOnWorker({ source, partial }, stopped);
     linkSync(partial, target); // fails if `target` appeared meanwhile
     syncPath(dirname(target));
     return statSync(target).size;
@@ -67,12 +54,47 @@ function backupDatabase(source: string, target: string, leftBehind: Out): number
   }
 }
 
-/** Removes the partial copy; never throws, so that a failed removal cannot hide why the copy failed. */
-function removePartial(partial: string, leftBehind: Out): void {
+/** Settles when the Worker has copied, or rejects with why not; the Worker ends either way. */
+async function copyOnWorker(request: CopyRequest, stopped: Promise<never>): Promise<void> {
+  const worker = new Worker(workerEntry('backup.worker.ts'));
+  const copied = new Promise<void>((resolve, reject) => {
+    worker.onmessage = ({ data }: MessageEvent<CopyOutcome>) => (data.type === 'copied' ? resolve() : reject(new Error(data.message)));
+    worker.onerror = (event) => reject(new Error(event.message));
+  });
+  worker.postMessage(request);
   try {
-    rmSync(partial, { force: true });
-  } catch (error) {
-    leftBehind(`could not remove ${partial}: ${(error as Error).message}`);
+    await Promise.race([copied, stopped]);
+  } finally {
+    worker.terminate(); // a copy still running goes on into a removed file until the process exits
+  }
+}
+
+/**
+ * Runs `work` with SIGTERM and SIGINT turned into a rejection of `stopped`, so that an interrupted
+ * backup removes its partial copy as a failed one does; without a listener either signal would end
+ * the process at once, leaving it behind.
+ */
+async function stoppableBySignal<T>(work: (stopped: Promise<never>) => Promise<T>): Promise<T> {
+  let stop!: (signal: NodeJS.Signals) => void;
+  const stopped = new Promise<never>((_, reject) => (stop = (signal) => reject(new Error(`stopped by ${signal}`))));
+  process.on('SIGTERM', stop).on('SIGINT', stop);
+  try {
+    return await work(stopped);
+  } finally {
+    process.off('SIGTERM', stop).off('SIGINT', stop);
+  }
+}
+
+/** Removes the partial copy and its journal; never throws, so that a failed removal cannot hide why the copy failed. */
+function removePartial(partial: string, leftBehind: Out): void {
+  // The journal is there only when the copy was stopped half-way.
+  for (const path of [partial, `${partial}-journal`]) {
+    try {
+      // Only if there: on a read-only file system even a missing file's removal fails.
+      if (lstatSync(path, { throwIfNoEntry: false })) rmSync(path);
+    } catch (error) {
+      leftBehind(`could not remove ${path}: ${(error as Error).message}`);
+    }
   }
 }
 

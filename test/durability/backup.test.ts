@@ -1,14 +1,14 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
-import { expect, test } from 'bun:test';
-import { closeSync, existsSync, openSync, readdirSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { beforeAll, expect, test } from 'bun:test';
+import { closeSync, existsSync, openSync, lstatSync, readdirSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
-/** Runs the CLI with `umask`, which the child inherits. */
-async function runBackup(databasePath: string, file: string, umask = 0o022) {
+/** Starts the CLI with `umask`, which the child inherits. */
+function spawnBackup(databasePath: string, file: string, umask = 0o022) {
   const previous = process.umask(umask);
   const child = Bun.spawn([process.execPath, MAIN, 'backup', file], {
     env: { PATH: process.env.PATH ?? '', DATABASE_PATH: databasePath },
@@ -16,6 +16,10 @@ async function runBackup(databasePath: string, file: string, umask = 0o022) {
     stderr: 'pipe',
   });
   process.umask(previous);
+  return child;
+}
+
+async function finished(child: ReturnType<typeof spawnBackup>) {
   const [code, stdout, stderr] = await Promise.all([
     child.exited,
     new Response(child.stdout).text(),
@@ -23,6 +27,8 @@ async function runBackup(databasePath: string, file: string, umask = 0o022) {
   ]);
   return { code, stdout, stderr };
 }
+
+const runBackup = (databasePath: string, file: string, umask?: number) => finished(spawnBackup(databasePath, file, umask));
 
 // 1 km each: the history's km counts the chunks.
 const chunk = (recordedAt: number) => consumptionChunk({ recordedAt, day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 } });
@@ -124,6 +130,35 @@ test('when the temporary copy cannot even be created, the reason is told, not a 
   expect(backup.stderr).toMatch(/^ev-ingest: backup failed: ENAMETOOLONG: name too long, open '[^']*\.db\.partial-\d+'\n$/);
   expect(readdirSync(dir)).toEqual(['live.db']);
 });
+
+// 100 MB: its copy lasts long enough (0.5 s here) to be stopped half-way.
+let large = '';
+beforeAll(() => {
+  large = join(tempDir('ev-ingest-backup-'), 'large.db');
+  const db = new Database(large);
+  db.run('CREATE TABLE t (x BLOB)');
+  db.run('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) INSERT INTO t SELECT randomblob(4000) FROM n');
+  db.close();
+});
+
+const modeOf = (path: string) => (lstatSync(path, { throwIfNoEntry: false })?.mode ?? 0) & 0o777;
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test(`a backup stopped by ${signal} half-way says so, exits 1 and removes its partial copy and journal`, async () => {
+    const dir = tempDir('ev-ingest-backup-');
+    const file = join(dir, 'copy.db');
+    const child = spawnBackup(large, file);
+    const partial = `${file}.partial-${child.pid}`;
+    // The journal is there from VACUUM INTO's first write into the copy to its commit.
+    const deadline = Date.now() + 10_000;
+    while (modeOf(`${partial}-journal`) === 0 && child.exitCode === null && Date.now() < deadline) await Bun.sleep(1);
+    const modes = [modeOf(partial), modeOf(`${partial}-journal`)];
+    child.kill(signal);
+    expect(await finished(child)).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: stopped by ${signal}\n` });
+    expect(modes).toEqual([0o600, 0o600]); // both as private as the copy while it is written
+    expect(readdirSync(dir)).toEqual([]);
+  });
+}
 
 test('a copy that fails half-way (a damaged page of the source) leaves no file behind', async () => {
   const dir = tempDir('ev-ingest-backup-');
