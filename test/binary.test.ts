@@ -12,8 +12,9 @@ beforeAll(async () => {
   binary = await compiledBinary();
 }, 120_000);
 
+/** Runs the binary to its end; one that should have refused but serves is killed after 10 s, failing its test fast. */
 function run(args: string[], env: Record<string, string> = {}) {
-  const result = Bun.spawnSync([binary, ...args], { cwd: tempDir(), env: { PATH: process.env.PATH ?? '', ...env } });
+  const result = Bun.spawnSync([binary, ...args], { cwd: tempDir(), env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
@@ -101,7 +102,7 @@ describe('serving', () => {
   test('a database file that is not SQLite is refused at start-up', async () => {
     const cwd = tempDir();
     await Bun.write(join(cwd, 'data', 'ev-ingest.db'), 'not a database');
-    const result = Bun.spawnSync([binary], { cwd, env: { PATH: '', INGEST_TOKEN: OWNER_TOKEN } });
+    const result = Bun.spawnSync([binary], { cwd, env: { PATH: '', INGEST_TOKEN: OWNER_TOKEN }, timeout: 10_000 });
     expect(result.exitCode).toBe(1);
     expect(result.stderr.toString()).toBe(
       'ev-ingest: DATABASE_PATH ./data/ev-ingest.db is not an SQLite database; refusing to open it\n',
