@@ -63,10 +63,10 @@ describe('bearer token', () => {
     expect(await answer(response)).toEqual(unauthorized);
   });
 
-  test('the scheme is matched in any case (RFC 9110), the token exactly', async () => {
-    for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+  test('the scheme is matched in any case and followed by any number of spaces (RFC 9110), the token exactly', async () => {
+    for (const scheme of ['bearer ', 'BEARER ', 'bEaReR ', 'Bearer   ']) {
       const response = await service.app.handle(
-        new Request('http://localhost/test/echo', { method: 'POST', headers: { authorization: `${scheme} ${OWNER_TOKEN}` }, body: '{}' }),
+        new Request('http://localhost/test/echo', { method: 'POST', headers: { authorization: `${scheme}${OWNER_TOKEN}` }, body: '{}' }),
       );
       expect(await answer(response)).toEqual({ status: 200, body: { keys: 0 } });
     }

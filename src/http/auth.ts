@@ -8,12 +8,14 @@ export type Caller = { kind: 'owner' } | { kind: 'device'; deviceId: string; ins
 
 const OWNER: Caller = { kind: 'owner' };
 
-const BEARER = /^bearer /i;
+/** The scheme in any case and the spaces after it (RFC 9110: `1*SP`); no token begins with a space. */
+const BEARER = /^bearer +/i;
 
-/** The token of an `Authorization: Bearer <token>` header (the scheme in any case, RFC 9110), or null for anything else. */
+/** The token of an `Authorization: Bearer <token>` header, or null for anything else. */
 export function bearerToken(header: string | null): string | null {
-  if (header === null || !BEARER.test(header)) return null;
-  const token = header.slice('Bearer '.length);
+  const scheme = header === null ? null : BEARER.exec(header);
+  if (scheme === null) return null;
+  const token = header!.slice(scheme[0].length);
   return token === '' ? null : token;
 }
 
