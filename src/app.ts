@@ -8,7 +8,9 @@ import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
+import { ingestBody, pairingBody } from './http/body.ts';
 import { answerError } from './http/on-error.ts';
+import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
 import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
@@ -28,9 +30,11 @@ export interface AppOptions {
   plannerTimers?: PlannerTimers;
   /** Stands in for the planner forwarder in the telemetry routes, for tests of the hand-off alone. */
   forwarder?: SampleForwarder;
+  /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
+  bodyReadMs?: number;
 }
 
-export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder }: AppOptions) {
+export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder, bodyReadMs = limits.bodyReadMs }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
@@ -38,6 +42,7 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
+  const ingestBounds = { ...ingestBody, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
@@ -49,11 +54,12 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
-    .use(telemetryRoutes({ auth, telemetry, log, now }))
-    .use(consumptionRoutes(auth, consumption))
-    .use(chargingRoutes(auth, storage.committer));
+    .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
+    .use(consumptionRoutes(auth, ingestBounds, consumption))
+    .use(chargingRoutes(auth, ingestBounds, storage.committer));
   if (pairing) {
-    app.use(pairingRoutes({ ...pairing, config, log })).use(deviceRoutes({ ...pairing, devices, log }));
+    const pairingBounds = { ...pairingBody, deadlineMs: bodyReadMs };
+    app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */

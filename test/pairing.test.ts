@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
+import { pairingBody } from '../src/http/body.ts';
 import type { DeviceRegistry, PairedDevice } from '../src/devices/registry.ts';
 import { approvalUrl } from '../src/pairing/approval-url.ts';
 import { PairingBook } from '../src/pairing/book.ts';
@@ -577,7 +578,7 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second request draws the first one's code (C if it were still taken)
     const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBody, log: createMemoryLogger() });
     const first = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(first, 'approve');
     clock += 10 * MINUTE;
@@ -595,7 +596,7 @@ describe('an approval still being saved', () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBody, log: createMemoryLogger() });
     const request = await book.start(INSTALLATION, 'MG4');
     const code = displayUserCode(request.userCode);
     const look = () => routes.handle(new Request(`http://localhost/pair?code=${code}`));

@@ -28,7 +28,7 @@ beforeAll(async () => {
   service.app
     .post(
       '/test/echo',
-      authenticatedBody(service.auth, ({ body }) => {
+      authenticatedBody(service.auth, ingestBody, ({ body }) => {
         return { keys: Object.keys(body).length };
       }),
       handlerReadsBody,
@@ -145,7 +145,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream(size);
     const request = new Request('http://localhost/x', { method: 'POST', headers: { 'content-length': String(size) }, body: stream });
     const meter = { read: 0, buffered: 0 };
-    await expect(readBody(request, ingestBody, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody, meter)).rejects.toMatchObject(tooLarge);
     expect(meter).toEqual({ read: size, buffered: 0 });
     expect(counted.pulled).toBe(size);
   });
@@ -155,7 +155,7 @@ describe('body', () => {
     const { stream } = sizedStream(size);
     const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request, ingestBody, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBe(size);
   });
@@ -164,7 +164,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream();
     const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request, ingestBody, limits.bodyReadMs, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + counted.chunk);
     expect(counted.pulled).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + 2 * counted.chunk); // one read-ahead

@@ -90,7 +90,7 @@ export interface RequestOptions {
 
 export async function startTestService(
   overrides: Partial<Config> = {},
-  { dir: givenDir, ...appOptions }: Pick<AppOptions, 'now' | 'plannerTimers' | 'forwarder'> & { dir?: string } = {},
+  { dir: givenDir, ...appOptions }: Pick<AppOptions, 'now' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> & { dir?: string } = {},
 ): Promise<TestService> {
   const dir = givenDir ?? tempDir();
   const config = testConfig(dir, overrides);

@@ -2,16 +2,16 @@ import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
 import { assertMayUse } from '../http/auth.ts';
 import { authenticated, authenticatedBody, noContent, pathId } from '../http/ingest.ts';
-import { handlerReadsBody } from '../http/body.ts';
+import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { uuid } from '../http/validate.ts';
 import type { Consumption } from './history.ts';
 import { parseChunk } from './model.ts';
 
-export function consumptionRoutes(auth: Authenticator, consumption: Consumption) {
+export function consumptionRoutes(auth: Authenticator, bodyBounds: BodyBounds, consumption: Consumption) {
   return new Elysia()
     .put(
       '/v1/consumption/daily',
-      authenticatedBody(auth, async ({ caller, body }) => {
+      authenticatedBody(auth, bodyBounds, async ({ caller, body }) => {
         const chunk = parseChunk(body);
         assertMayUse(caller, chunk.installationId);
         await consumption.putChunk(chunk);

@@ -12,20 +12,22 @@ const tooLarge = () => badRequest(messages.bodyTooLarge, { Connection: 'close' }
 /** A body still arriving at the deadline (a trickling client) is refused; closing stops the trickle. */
 const tooSlow = () => badRequest(messages.bodyUnreadable, { Connection: 'close' });
 
-/** How much of a body is kept, and how much more of an oversized one is read and thrown away. */
+/** How much of a body is kept, how much more of an oversized one is read and thrown away, and for how long. */
 export interface BodyBounds {
   cap: number;
   drain: number;
+  /** The deadline of the whole read; a body still arriving then is refused (400, closed). */
+  deadlineMs: number;
 }
 
 /** Ingest endpoints: the seed's cap, and a drain so that a car still uploading reads the 400. */
-export const ingestBody: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes };
+export const ingestBody: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
 
 /**
  * Routes without a token: small bodies and no drain, so that no stranger can make the server read
  * megabytes (nor pay for the collections a drain forces); an oversized body is answered at once.
  */
-export const pairingBody: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0 };
+export const pairingBody: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0, deadlineMs: limits.bodyReadMs };
 
 /**
  * Route options of every route whose body Elysia must not parse: the handler reads it itself (capped,
@@ -41,10 +43,10 @@ export interface BodyMeter {
 
 export async function readBody(
   request: Request,
-  { cap, drain }: BodyBounds = ingestBody,
-  deadlineMs: number = limits.bodyReadMs,
+  bounds: BodyBounds = ingestBody,
   meter: BodyMeter = { read: 0, buffered: 0 },
 ): Promise<Uint8Array> {
+  const { cap, drain, deadlineMs } = bounds;
   const declared = Number(request.headers.get('content-length') ?? NaN);
   // A length that is no whole number is treated as none: the stream and the cap decide.
   const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
@@ -57,7 +59,7 @@ export async function readBody(
   try {
     // HTTP framing holds a body with a declared length to that length: one within the cap is read in one piece.
     if (declaredBytes !== null && declaredBytes <= cap) return await readDeclared(request, cap, deadline);
-    return await readStream(request, { cap, drain }, deadline, meter, declaredBytes !== null);
+    return await readStream(request, bounds, deadline, meter, declaredBytes !== null);
   } finally {
     clearTimeout(timer);
   }
@@ -140,7 +142,7 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The body as a JSON object; anything else is a 400 with the contract's wording. */
-export async function readJsonObject(request: Request, bounds: BodyBounds = ingestBody): Promise<Record<string, unknown>> {
+export async function readJsonObject(request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> {
   const bytes = await readBody(request, bounds);
   let value: unknown;
   try {

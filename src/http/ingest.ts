@@ -3,7 +3,7 @@
  * with the cap, (3) size check; the feature's handler then validates and checks ownership.
  */
 import type { Authenticator, Caller } from './auth.ts';
-import { readJsonObject } from './body.ts';
+import { readJsonObject, type BodyBounds } from './body.ts';
 
 interface RouteContext {
   request: Request;
@@ -25,11 +25,11 @@ export function authenticated<R>(auth: Authenticator, handle: (input: Authentica
     handle({ caller: auth.authenticate(request.headers.get('authorization')), params });
 }
 
-/** A handler that runs for a valid bearer token and a JSON object body within the cap. */
-export function authenticatedBody<R>(auth: Authenticator, handle: (input: AuthenticatedBody) => R) {
+/** A handler that runs for a valid bearer token and a JSON object body within `bounds`. */
+export function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: AuthenticatedBody) => R) {
   return async ({ request, params }: RouteContext) => {
     const caller = auth.authenticate(request.headers.get('authorization'));
-    const body = await readJsonObject(request);
+    const body = await readJsonObject(request, bounds);
     return handle({ caller, body, params });
   };
 }

@@ -6,7 +6,7 @@
 import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
-import { handlerReadsBody, pairingBody, readBody, readJsonObject } from '../http/body.ts';
+import { handlerReadsBody, readBody, readJsonObject, type BodyBounds } from '../http/body.ts';
 import { badRequest, describeError, HttpError, messages } from '../http/errors.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
@@ -21,6 +21,8 @@ export interface PairingDeps {
   book: PairingBook;
   lock: ApprovalLock;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
+  /** The bounds of the bodies anyone may send: small, never drained. */
+  bodyBounds: BodyBounds;
   log: Logger;
 }
 
@@ -34,7 +36,7 @@ interface PageContext {
 
 const UNKNOWN_CODE = 'This code is unknown or has expired. Start pairing again on the car.';
 
-export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
+export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
   const answerOf = async (handle: PageHandler, request: Request): Promise<PageAnswer> => {
     try {
@@ -77,7 +79,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   const decide = async (request: Request) => {
     const locked = lockedPage(lock);
     if (locked) return locked;
-    const form = await readForm(request);
+    const form = await readForm(request, bodyBounds);
     const lockedMeanwhile = lockedPage(lock);
     if (lockedMeanwhile) return lockedMeanwhile;
     const code = parseUserCode(form.get('code'));
@@ -105,7 +107,7 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
   return new Elysia({ name: 'pairing' })
     // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
     .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
-    .use(carRoutes(book, config))
+    .use(carRoutes(book, config, bodyBounds))
     .get('/pair', page(showCode))
     .post('/pair', page(decide), handlerReadsBody)
     .all('/pair', page(notAllowed), handlerReadsBody);
@@ -115,14 +117,14 @@ export function pairingRoutes({ book, lock, config, log }: PairingDeps) {
  * The car's JSON endpoints. Their answers hold its pairing id or token, so none may be cached (RFC 6749
  * 5.1): one rule for all of them, local to this instance, not a line each route could forget.
  */
-function carRoutes(book: PairingBook, config: PairingDeps['config']) {
+function carRoutes(book: PairingBook, config: PairingDeps['config'], bodyBounds: BodyBounds) {
   return new Elysia()
     // After the handler only: a refusal (answered by the app's onError) holds no secret.
     .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
     .post(
       '/v1/pair/start',
       async ({ request }) => {
-        const { installationId, name } = parseStart(await readJsonObject(request, pairingBody));
+        const { installationId, name } = parseStart(await readJsonObject(request, bodyBounds));
         const pairing = await book.start(installationId, name);
         const userCode = displayUserCode(pairing.userCode);
         return {
@@ -135,15 +137,15 @@ function carRoutes(book: PairingBook, config: PairingDeps['config']) {
       },
       handlerReadsBody,
     )
-    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, pairingBody))), handlerReadsBody);
+    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, bodyBounds))), handlerReadsBody);
 }
 
 /**
  * The approval form's fields. The page's form is URL-encoded; a body declared as anything else (a
  * script's multipart or JSON) is refused instead of read as an empty form, which would name no code.
  */
-async function readForm(request: Request): Promise<URLSearchParams> {
-  const body = await readBody(request, pairingBody);
+async function readForm(request: Request, bodyBounds: BodyBounds): Promise<URLSearchParams> {
+  const body = await readBody(request, bodyBounds);
   const type = request.headers.get('content-type');
   if (type !== null && type.split(';')[0]!.trim().toLowerCase() !== 'application/x-www-form-urlencoded') {
     throw badRequest(messages.formNotUrlEncoded);

@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
 import { assertMayUse } from '../http/auth.ts';
-import { handlerReadsBody } from '../http/body.ts';
+import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { authenticatedBody } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
 import { validateBatch } from './model.ts';
@@ -10,15 +10,16 @@ import type { Telemetry } from './samples.ts';
 
 export interface TelemetryDeps {
   auth: Authenticator;
+  bodyBounds: BodyBounds;
   telemetry: Telemetry;
   log: Logger;
   now: () => number;
 }
 
-export function telemetryRoutes({ auth, telemetry, log, now }: TelemetryDeps) {
+export function telemetryRoutes({ auth, bodyBounds, telemetry, log, now }: TelemetryDeps) {
   return new Elysia({ name: 'telemetry' }).post(
     '/v1/telemetry',
-    authenticatedBody(auth, async ({ caller, body }) => {
+    authenticatedBody(auth, bodyBounds, async ({ caller, body }) => {
       const batch = validateBatch(body, now());
       assertMayUse(caller, batch.installationId);
       await telemetry.store(batch);

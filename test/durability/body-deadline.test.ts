@@ -27,7 +27,7 @@ function tricklingRequest(
 
 test('a body that trickles past the read deadline is refused with 400 and Connection: close, and its stream cancelled', async () => {
   const { request, cancelled } = tricklingRequest(20);
-  const error = await readBody(request, ingestBody, 300).catch((caught: unknown) => caught);
+  const error = await readBody(request, { ...ingestBody, deadlineMs: 300 }).catch((caught: unknown) => caught);
   expect(error).toBeInstanceOf(HttpError);
   expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
   await cancelled;
@@ -35,13 +35,13 @@ test('a body that trickles past the read deadline is refused with 400 and Connec
 
 test('a body of declared length that trickles is cut off by the same deadline', async () => {
   const { request } = tricklingRequest(20, { 'content-length': '1000' });
-  const error = await readBody(request, ingestBody, 300).catch((caught: unknown) => caught);
+  const error = await readBody(request, { ...ingestBody, deadlineMs: 300 }).catch((caught: unknown) => caught);
   expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
 });
 
 test('an oversized body still arriving at the deadline while it is drained is answered too large', async () => {
   const { request, cancelled } = tricklingRequest(20, {}, 2048);
-  const error = await readBody(request, { cap: 1024, drain: limits.bodyDrainBytes }, 300).catch((caught: unknown) => caught);
+  const error = await readBody(request, { cap: 1024, drain: limits.bodyDrainBytes, deadlineMs: 300 }).catch((caught: unknown) => caught);
   expect(error).toMatchObject({ status: 400, message: 'body is too large', headers: { Connection: 'close' } });
   await cancelled;
 });
@@ -54,6 +54,6 @@ test('a body that arrives within the deadline is read whole', async () => {
       controller.close();
     },
   });
-  const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), ingestBody, 1000);
+  const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), { ...ingestBody, deadlineMs: 1000 });
   expect(new TextDecoder().decode(bytes)).toBe('{}');
 });
