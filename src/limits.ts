@@ -54,8 +54,17 @@ export const limits = {
   lastSeenWriteIntervalMs: 60_000,
   /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */
   bodyReadMs: 30_000,
-  /** Seconds a connection may stay silent (no byte either way) before it is closed (Bun.serve idleTimeout). */
+  /**
+   * Seconds a connection may wait, after an answer, for the whole head of its next request before it is
+   * closed (Bun.serve idleTimeout; a new connection's first head has Bun's own fixed 10 s). Bun does not
+   * restart this timer on header bytes, nor on a body arriving slower than 16 KiB/s: see `listen`.
+   */
   idleTimeoutSeconds: 10,
+  /**
+   * Seconds the idle timer waits past `bodyReadMs` while a body may still arrive. Bun checks its timers
+   * every 4 s, so it fires 4 to 8 s past the deadline: the body reader's 400 goes out first.
+   */
+  uploadIdleMarginSeconds: 8,
   /** How long a database connection waits for another one's lock (a checkpoint, a backup) before failing. */
   databaseBusyMs: 5000,
   /** Writes committed together in one group at most. */
@@ -93,3 +102,9 @@ export const limits = {
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
 } as const;
+
+/** The waits that end slow and silent clients' connections: `limits` in service, shorter in tests. */
+export interface ClientTimeouts {
+  idleTimeoutSeconds: number;
+  bodyReadMs: number;
+}

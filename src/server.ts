@@ -1,10 +1,11 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
+import type { Server } from 'bun';
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { openStorage, withStorage, type Storage } from './db/storage.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { pathOf } from './http/on-error.ts';
-import { limits } from './limits.ts';
+import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
 import { VERSION } from './version.ts';
 
@@ -80,20 +81,29 @@ export async function closeService(service: Service, storage: Storage): Promise<
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
-/** The HTTP listener: Bun's own body limit lifted (the pipeline owns it), invalid Hosts refused, and one log line a request. */
-export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'port'>, log: Logger) {
+/**
+ * The HTTP listener: Bun's own body limit lifted (the pipeline owns it), invalid Hosts refused, slow
+ * uploads given until the body deadline, and one log line a request.
+ */
+export function listen(
+  handle: Handler,
+  { host, port }: Pick<Config, 'host' | 'port'>,
+  log: Logger,
+  timeouts: ClientTimeouts = limits,
+) {
   return Bun.serve({
     hostname: host,
     port,
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
     // before the token check.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    // Closes connections silent this long; it resets on every byte, so a trickling body is cut off by
-    // the body reader's deadline instead, and trickling headers only by a reverse proxy (README).
-    idleTimeout: limits.idleTimeoutSeconds,
+    // Closes a kept-alive connection whose next request head has not come within this, trickled or not (README).
+    idleTimeout: timeouts.idleTimeoutSeconds,
     fetch(request, server) {
       const started = performance.now();
+      const restoreIdleTimeout = extendIdleTimeoutForBody(server, request, timeouts);
       const logged = (response: Response) => {
+        restoreIdleTimeout();
         log.info('request', {
           method: request.method,
           path: pathOf(request.url),
@@ -112,4 +122,18 @@ export function listen(handle: Handler, { host, port }: Pick<Config, 'host' | 'p
       return response instanceof Promise ? response.then(logged) : logged(response);
     },
   });
+}
+
+const nothingToRestore = () => {};
+
+/**
+ * During a body Bun restarts its idle timer only once 16 KiB × idleTimeout more have arrived (uWS's 16 KiB/s
+ * throughput rule), so a car uploading slower would be cut off without an answer. While a body may still
+ * arrive, the timer waits past the body reader's deadline, whose 400 comes first; the answer sets it back
+ * for the next request, since Bun would keep it for the connection (oven-sh/bun#33611).
+ */
+function extendIdleTimeoutForBody(server: Server<undefined>, request: Request, timeouts: ClientTimeouts): () => void {
+  if (request.body === null) return nothingToRestore;
+  server.timeout(request, Math.ceil(timeouts.bodyReadMs / 1000) + limits.uploadIdleMarginSeconds);
+  return () => server.timeout(request, timeouts.idleTimeoutSeconds);
 }

@@ -1,4 +1,4 @@
-/** Raw HTTP over node:net: a request as written bytes, and an upload that keeps sending its body while it waits for the answer. */
+/** Raw HTTP over node:net: a request as written bytes, and uploads (at full speed or trickled) that keep sending their body while they wait for the answer. */
 import { connect } from 'node:net';
 
 export interface UploadOptions {
@@ -15,6 +15,8 @@ export interface Exchange {
   reply: string;
   /** The socket error (e.g. ECONNRESET, EPIPE), when there was one. */
   error: string | null;
+  /** True when the client's deadline, not the server, ended the connection. */
+  timedOut: boolean;
 }
 
 export interface UploadResult extends Exchange {
@@ -27,11 +29,14 @@ type Write = (data: string | Buffer) => Promise<boolean>;
 const PIECE = 64 * 1024;
 
 /** Connects, lets `talk` write (each write resolves false once the connection is gone), and resolves once the server has closed the connection (or after `timeoutMs`). */
-function exchange(port: number, talk: (write: Write) => unknown, timeoutMs: number): Promise<Exchange> {
+export function exchange(port: number, talk: (write: Write) => unknown, timeoutMs: number): Promise<Exchange> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    const result: Exchange = { reply: '', error: null };
-    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    const result: Exchange = { reply: '', error: null, timedOut: false };
+    const timer = setTimeout(() => {
+      result.timedOut = true;
+      socket.destroy();
+    }, timeoutMs);
     socket.on('data', (data) => void (result.reply += data.toString('latin1')));
     socket.on('error', (error: NodeJS.ErrnoException) => void (result.error ??= error.code ?? error.message));
     socket.on('close', () => {
@@ -48,19 +53,43 @@ export function rawRequest(port: number, text: string, timeoutMs = 5_000): Promi
   return exchange(port, (write) => write(text), timeoutMs);
 }
 
-/** Sends the upload and resolves once the server has closed the connection (or after `timeoutMs`). */
-export async function upload({ port, path, token, bytes, framing }: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
+/** Sends the upload (spaces, 64 KiB at a time) and resolves once the server has closed the connection (or after `timeoutMs`). */
+export function upload(options: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
+  const spaces = Buffer.alloc(PIECE, 0x20);
+  return send({ ...options, piece: (_, length) => spaces.subarray(0, length), pieceBytes: PIECE, everyMs: 0 }, timeoutMs);
+}
+
+export interface TrickleOptions extends Omit<UploadOptions, 'bytes'> {
+  body: Buffer;
+  /** The body goes `pieceBytes` at a time, one piece every `everyMs` (a car on a slow link). */
+  pieceBytes: number;
+  everyMs: number;
+}
+
+/** Sends the head at once and the body piece by piece; resolves once the server has closed the connection (or after `timeoutMs`). */
+export function trickle({ body, ...options }: TrickleOptions, timeoutMs: number): Promise<UploadResult> {
+  return send({ ...options, bytes: body.length, piece: (offset, length) => body.subarray(offset, offset + length) }, timeoutMs);
+}
+
+interface Sending extends UploadOptions {
+  /** The body's bytes from `offset`, `length` of them. */
+  piece: (offset: number, length: number) => Buffer;
+  pieceBytes: number;
+  everyMs: number;
+}
+
+async function send({ port, path, token, bytes, framing, piece, pieceBytes, everyMs }: Sending, timeoutMs: number): Promise<UploadResult> {
   let sent = 0;
-  const { reply, error } = await exchange(
+  const result = await exchange(
     port,
     async (write) => {
       const framingHeader = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes}`;
       const head = `POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n`;
       if (!(await write(`${head}Content-Type: application/json\r\n${framingHeader}\r\n\r\n`))) return;
-      const piece = Buffer.alloc(PIECE, 0x20);
       const frame = framing === 'chunked' ? (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : (data: Buffer) => data;
       while (sent < bytes) {
-        const data = piece.subarray(0, Math.min(PIECE, bytes - sent));
+        if (everyMs > 0) await Bun.sleep(everyMs);
+        const data = piece(sent, Math.min(pieceBytes, bytes - sent));
         if (!(await write(frame(data)))) return;
         sent += data.length;
       }
@@ -68,5 +97,5 @@ export async function upload({ port, path, token, bytes, framing }: UploadOption
     },
     timeoutMs,
   );
-  return { reply, sent, error };
+  return { ...result, sent };
 }

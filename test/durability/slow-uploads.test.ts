@@ -1,0 +1,101 @@
+/**
+ * Slow clients on a real socket, against the listener and the app with their waits shortened (idle
+ * timeout 2 s, body deadline 8 s; in service 10 s and 30 s). During a body Bun restarts its idle timer
+ * only per 16 KiB × the idle timeout received, and checks its timers every 4 s: an upload taking 5 s is
+ * cut off within 4 s, unanswered, unless the listener extends the timer while the body arrives.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import type { ClientTimeouts } from '../../src/limits.ts';
+import { listen } from '../../src/server.ts';
+import { countSamples, installationNumbered, OWNER_TOKEN, startTestService, type TestService } from '../support.ts';
+import { exchange, trickle, type Exchange } from '../upload.ts';
+
+const timeouts: ClientTimeouts = { idleTimeoutSeconds: 2, bodyReadMs: 8_000 };
+/** Past the body deadline plus Bun's 4 s timer tick: a wait only a connection the server forgot would reach. */
+const CLIENT_DEADLINE_MS = 12_000;
+const framings = ['length', 'chunked'] as const;
+
+let service: TestService;
+let server: ReturnType<typeof listen>;
+
+beforeAll(async () => {
+  service = await startTestService({}, { bodyReadMs: timeouts.bodyReadMs });
+  server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log, timeouts);
+});
+afterAll(async () => {
+  await server.stop(true);
+  await service.close();
+});
+
+/** The answer's status line, whether it closes the connection, its body, and whether the server ended the connection. */
+function outcome({ reply, timedOut }: Exchange) {
+  const head = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
+  return {
+    status: head[0] ?? '',
+    closes: head.includes('Connection: close'),
+    body: reply.slice(reply.indexOf('\r\n\r\n') + 4),
+    closedByServer: !timedOut,
+  };
+}
+
+/** Sends `body` to `POST /v1/telemetry` at 400 B/s (100 bytes every 250 ms), as a car on a poor link might. */
+function trickleTelemetry(framing: (typeof framings)[number], body: Buffer) {
+  const sending = { port: server.port!, path: '/v1/telemetry', token: OWNER_TOKEN, framing, body, pieceBytes: 100, everyMs: 250 };
+  return trickle(sending, CLIENT_DEADLINE_MS);
+}
+
+/** A telemetry batch of one sample, padded with spaces to `bytes`. */
+function batchOf(installationId: string, bytes: number): Buffer {
+  const batch = JSON.stringify({ installationId, samples: [{ utc: Math.floor(Date.now() / 1000), soc: 71.5 }] });
+  return Buffer.from(batch.padEnd(bytes, ' '));
+}
+
+test.concurrent.each(framings)(
+  'a batch (%s) taking 5 s, longer than the idle timeout and within the deadline, is stored; then the idle timeout closes the connection',
+  async (framing) => {
+    const installationId = installationNumbered(framings.indexOf(framing) + 1);
+    const answered = await trickleTelemetry(framing, batchOf(installationId, 2_000));
+    expect(outcome(answered)).toEqual({
+      status: 'HTTP/1.1 200 OK',
+      closes: false,
+      body: '{"stored":1,"droppedCount":0,"dropped":[]}',
+      closedByServer: true, // after the answer the connection waits for a next request as long as any other
+    });
+    expect(countSamples(service, installationId)).toBe(1);
+  },
+  20_000,
+);
+
+test.concurrent.each(framings)(
+  'a body (%s) still arriving at the deadline is answered 400 "body could not be read" and the connection closed',
+  async (framing) => {
+    const body = Buffer.alloc(100_000, 0x20); // 250 s at this pace
+    const refused = await trickleTelemetry(framing, body);
+    expect(outcome(refused)).toEqual({
+      status: 'HTTP/1.1 400 Bad Request',
+      closes: true,
+      body: '{"error":"body could not be read"}',
+      closedByServer: true,
+    });
+    expect(refused.sent).toBeLessThan(body.length);
+  },
+  20_000,
+);
+
+// A new connection's first request head has a fixed 10 s in Bun, whatever idleTimeout says (floods.test.ts).
+test.concurrent(
+  'after an answer, a connection that stays silent, or trickles its next request head, is closed after the idle timeout',
+  async () => {
+    const port = server.port!;
+    const health = 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n';
+    const silent = (write: (data: string) => Promise<boolean>) => write(health);
+    const trickledHead = async (write: (data: string) => Promise<boolean>) => {
+      if (!(await write(`${health}GET /v1/health HTTP/1.1\r\nHost: localhost\r\n`))) return;
+      while (await write('X-Slow: 1\r\n')) await Bun.sleep(250);
+    };
+    const closed = await Promise.all([exchange(port, silent, CLIENT_DEADLINE_MS), exchange(port, trickledHead, CLIENT_DEADLINE_MS)]);
+    const answeredOnce = { status: 'HTTP/1.1 200 OK', closes: false, body: '{"status":"ok"}', closedByServer: true };
+    expect(closed.map(outcome)).toEqual([answeredOnce, answeredOnce]);
+  },
+  20_000,
+);
