@@ -199,6 +199,8 @@ function unsendableRule(secret: string): string | null {
   if (secret.trim() === '') return 'must not be only whitespace';
   if (secret.trim() !== secret) return 'must not begin or end with whitespace';
   if (/[\x00-\x1f\x7f]/.test(secret)) return 'must not hold a control character (a newline, a tab or another)';
+  // Bun reads header bytes as Latin-1 and fetch refuses to send more: only ASCII reaches it as given.
+  if (/[^\x20-\x7e]/.test(secret)) return 'must hold only printable ASCII characters (a Bearer header cannot carry others)';
   return null;
 }
 

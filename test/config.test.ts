@@ -12,6 +12,7 @@ const RULE = {
   blank: 'must not be only whitespace',
   outer: 'must not begin or end with whitespace',
   control: 'must not hold a control character (a newline, a tab or another)',
+  ascii: 'must hold only printable ASCII characters (a Bearer header cannot carry others)',
 };
 
 function refusal(env: Env): string {
@@ -80,6 +81,10 @@ describe('serveConfig', () => {
       [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long-enough-1 ' }, `APPROVAL_PASSWORD ${RULE.outer}`],
       [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: '\tlong-enough-1' }, `APPROVAL_PASSWORD ${RULE.outer}`],
       [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long\renough-1' }, `APPROVAL_PASSWORD ${RULE.control}`],
+      [{ INGEST_TOKEN: 'a-valid-ingest-token-of-24+é' }, `INGEST_TOKEN ${RULE.ascii}`],
+      [{ INGEST_TOKEN: 'a-valid\u00a0ingest-token-of-24+' }, `INGEST_TOKEN ${RULE.ascii}`],
+      [{ INGEST_TOKEN: 'a-valid\u0085ingest-token-of-24+' }, `INGEST_TOKEN ${RULE.ascii}`],
+      [{ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'long-enough-ü' }, `APPROVAL_PASSWORD ${RULE.ascii}`],
     ];
     for (const [env, message] of cases) {
       const refused = refusal(env);
