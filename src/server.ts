@@ -3,7 +3,7 @@ import type { Server } from 'bun';
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { openStorage, withStorage, type Storage } from './db/storage.ts';
-import { errorResponse, messages } from './http/errors.ts';
+import { describeError, errorResponse, messages } from './http/errors.ts';
 import { pathOf } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -112,14 +112,23 @@ export function listen(
         });
         return response;
       };
-      if (!URL.canParse(request.url)) {
-        // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
-        if (request.headers.has('host')) return logged(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
-        // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
-        request = new Request(new URL(request.url, server.url).href, request);
+      // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
+      const failed = (error: unknown) => {
+        log.error('request.failed', { method: request.method, path: pathOf(request.url), error: describeError(error) });
+        return logged(errorResponse(500, messages.internal));
+      };
+      try {
+        if (!URL.canParse(request.url)) {
+          // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
+          if (request.headers.has('host')) return logged(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
+          // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
+          request = new Request(new URL(request.url, server.url).href, request);
+        }
+        const response = handle(request);
+        return response instanceof Promise ? response.then(logged, failed) : logged(response);
+      } catch (error) {
+        return failed(error);
       }
-      const response = handle(request);
-      return response instanceof Promise ? response.then(logged) : logged(response);
     },
   });
 }

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import type { ClientTimeouts } from '../../src/limits.ts';
+import { createMemoryLogger } from '../../src/log.ts';
 import { listen } from '../../src/server.ts';
 import { countSamples, installationNumbered, OWNER_TOKEN, startTestService, type TestService } from '../support.ts';
 import { exchange, trickle, type Exchange } from '../upload.ts';
@@ -96,6 +97,32 @@ test.concurrent(
     const closed = await Promise.all([exchange(port, silent, CLIENT_DEADLINE_MS), exchange(port, trickledHead, CLIENT_DEADLINE_MS)]);
     const answeredOnce = { status: 'HTTP/1.1 200 OK', closes: false, body: '{"status":"ok"}', closedByServer: true };
     expect(closed.map(outcome)).toEqual([answeredOnce, answeredOnce]);
+  },
+  20_000,
+);
+
+test.concurrent(
+  'a request whose handler fails is answered 500 and sets the idle timer back too: its connection is not held to the body deadline',
+  async () => {
+    const log = createMemoryLogger();
+    const failing = listen(async () => Promise.reject(new Error('handler failed')), { host: '127.0.0.1', port: 0 }, log, timeouts);
+    try {
+      const post = 'POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}';
+      // Within the idle timeout and Bun's 4 s tick, well before the deadline plus its margin (16 s).
+      const answered = await exchange(failing.port!, (write) => write(post), 9_000);
+      expect(outcome(answered)).toEqual({
+        status: 'HTTP/1.1 500 Internal Server Error',
+        closes: false,
+        body: '{"error":"internal server error"}',
+        closedByServer: true,
+      });
+      expect(log.lines).toEqual([
+        expect.stringMatching(/ error request\.failed method=POST path=\/x error="Error: handler failed"$/),
+        expect.stringMatching(/ info request method=POST path=\/x status=500 ms=/),
+      ]);
+    } finally {
+      await failing.stop(true);
+    }
   },
   20_000,
 );
