@@ -60,7 +60,10 @@ async function copyOnWorker(request: CopyRequest, stopped: Promise<never>): Prom
   const copied = new Promise<void>((resolve, reject) => {
     worker.onmessage = ({ data }: MessageEvent<CopyOutcome>) => (data.type === 'copied' ? resolve() : reject(new Error(data.message)));
     worker.onerror = (event) => reject(new Error(event.message));
+    // A Worker that ends without a word (killed, out of memory) must not leave the backup waiting for ever.
+    worker.addEventListener('close', () => reject(new Error('the copy stopped without an answer')));
   });
+  copied.catch(() => {}); // stopped first, the copy's own end is of no interest
   worker.postMessage(request);
   try {
     await Promise.race([copied, stopped]);
