@@ -306,7 +306,7 @@ describe('an endless answer', () => {
       [T0, PlannerState.givenUp],
       [T0 + 1, PlannerState.sent],
     ]);
-  expect(plannerLog(target)).toEqual([`warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`]);
+    expect(plannerLog(target)).toEqual([`warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`]);
   });
 
   test('a 503 is cut off past 4 KiB and retried as any 503; the answer is not logged', async () => {
