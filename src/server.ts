@@ -19,7 +19,8 @@ export interface Running {
   fatal: Promise<Error>;
 }
 
-export async function serve(config: Config, log: Logger): Promise<Running> {
+/** Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the listener alike. */
+export async function serve(config: Config, log: Logger, timeouts: ClientTimeouts = limits): Promise<Running> {
   const storage = await openStorage(config, { serverLock: true });
   const fatal = new Promise<Error>((resolve) => {
     storage.committer.onBroken = (error) => {
@@ -27,13 +28,13 @@ export async function serve(config: Config, log: Logger): Promise<Running> {
       resolve(error);
     };
   });
-  const service = await withStorage(storage, () => createApp({ config, storage, log }));
+  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs }));
   service.devices.watch();
   service.pairing?.book.watch();
 
   let server: ReturnType<typeof listen>;
   try {
-    server = listen(service.app.fetch, config, log);
+    server = listen(service.app.fetch, config, log, timeouts);
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);

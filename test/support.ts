@@ -127,7 +127,7 @@ export function buildRequest(method: string, path: string, options: RequestOptio
 }
 
 /** How many samples of an installation the service's database holds. */
-export function countSamples(service: TestService, installationId: string): number {
+export function countSamples(service: Pick<TestService, 'storage'>, installationId: string): number {
   return service.storage.db
     .query<{ n: number }, [string]>('SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?')
     .get(installationId)!.n;

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import type { ClientTimeouts } from '../../src/limits.ts';
 import { createMemoryLogger } from '../../src/log.ts';
-import { listen } from '../../src/server.ts';
-import { countSamples, installationNumbered, OWNER_TOKEN, startTestService, type TestService } from '../support.ts';
+import { listen, serve, type Running } from '../../src/server.ts';
+import { countSamples, installationNumbered, OWNER_TOKEN, tempDir, testConfig } from '../support.ts';
 import { exchange, trickle, type Exchange } from '../upload.ts';
 
 const timeouts: ClientTimeouts = { idleTimeoutSeconds: 2, bodyReadMs: 8_000 };
@@ -16,16 +16,16 @@ const timeouts: ClientTimeouts = { idleTimeoutSeconds: 2, bodyReadMs: 8_000 };
 const CLIENT_DEADLINE_MS = 12_000;
 const framings = ['length', 'chunked'] as const;
 
-let service: TestService;
-let server: ReturnType<typeof listen>;
+let running: Running;
+let port: number;
 
 beforeAll(async () => {
-  service = await startTestService({}, { bodyReadMs: timeouts.bodyReadMs });
-  server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log, timeouts);
+  // The server as `serve` assembles it: one set of waits for the routes' body reader and the listener.
+  running = await serve(testConfig(tempDir()), createMemoryLogger(), timeouts);
+  port = Number(running.url.port);
 });
 afterAll(async () => {
-  await server.stop(true);
-  await service.close();
+  await running.stop();
 });
 
 /** The answer's status line, whether it closes the connection, its body, and whether the server ended the connection. */
@@ -41,7 +41,7 @@ function outcome({ reply, timedOut }: Exchange) {
 
 /** Sends `body` to `POST /v1/telemetry` at 400 B/s (100 bytes every 250 ms), as a car on a poor link might. */
 function trickleTelemetry(framing: (typeof framings)[number], body: Buffer) {
-  const sending = { port: server.port!, path: '/v1/telemetry', token: OWNER_TOKEN, framing, body, pieceBytes: 100, everyMs: 250 };
+  const sending = { port, path: '/v1/telemetry', token: OWNER_TOKEN, framing, body, pieceBytes: 100, everyMs: 250 };
   return trickle(sending, CLIENT_DEADLINE_MS);
 }
 
@@ -62,7 +62,7 @@ test.concurrent.each(framings)(
       body: '{"stored":1,"droppedCount":0,"dropped":[]}',
       closedByServer: true, // after the answer the connection waits for a next request as long as any other
     });
-    expect(countSamples(service, installationId)).toBe(1);
+    expect(countSamples(running, installationId)).toBe(1);
   },
   20_000,
 );
@@ -87,7 +87,6 @@ test.concurrent.each(framings)(
 test.concurrent(
   'after an answer, a connection that stays silent, or trickles its next request head, is closed after the idle timeout',
   async () => {
-    const port = server.port!;
     const health = 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n';
     const silent = (write: (data: string) => Promise<boolean>) => write(health);
     const trickledHead = async (write: (data: string) => Promise<boolean>) => {
