@@ -43,6 +43,11 @@ export function openDatabase(path: string, durability: Durability, options: Open
   }
 }
 
+/** The absolute path SQLite resolved the main database to, symbolic links followed: its WAL and lock lie beside it. */
+export function databaseFile(db: Database): string {
+  return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
+}
+
 /** Never open (and so never overwrite) a file that is not an SQLite database. */
 function assertSqliteFile(path: string): void {
   let size: number;

@@ -6,7 +6,7 @@
  * a stale one. The command-line tools do not take it, so they keep working beside the server.
  */
 import { Database } from 'bun:sqlite';
-import { StorageError } from './open.ts';
+import { databaseFile, StorageError } from './open.ts';
 
 export interface ServerLock {
   /** Gives the lock up. Until then keep this object reachable: bun:sqlite closes a collected connection. */
@@ -35,9 +35,4 @@ export function takeServerLock(db: Database, databasePath: string): ServerLock {
     }
     throw new StorageError(`DATABASE_PATH ${databasePath} cannot be used: its lock file ${lockPath}: ${(error as Error).message}`);
   }
-}
-
-/** The absolute path SQLite resolved the main database to, symbolic links followed. */
-function databaseFile(db: Database): string {
-  return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
 }

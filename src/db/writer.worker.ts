@@ -6,15 +6,11 @@
  */
 import type { Database } from 'bun:sqlite';
 import { commitGroup } from './group.ts';
-import { openDatabase } from './open.ts';
+import { databaseFile, openDatabase } from './open.ts';
 import type { ToWriter } from './protocol.ts';
 import { writeOps } from './writes.ts';
 
 declare const self: Worker;
-
-/** The database file as SQLite opened it, symbolic links resolved: its WAL lies beside that. */
-const mainFile = (db: Database) =>
-  db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
 
 let db: Database | null = null;
 
@@ -24,7 +20,7 @@ self.onmessage = (event: MessageEvent<ToWriter>) => {
     case 'open':
       try {
         db = openDatabase(message.path, message.durability, { syncApart: message.syncApart });
-        self.postMessage({ type: 'opened', walPath: `${mainFile(db)}-wal` });
+        self.postMessage({ type: 'opened', walPath: `${databaseFile(db)}-wal` });
       } catch (error) {
         self.postMessage({ type: 'failed', message: (error as Error).message });
       }
