@@ -8,14 +8,13 @@ export type Caller = { kind: 'owner' } | { kind: 'device'; deviceId: string; ins
 
 const OWNER: Caller = { kind: 'owner' };
 
-/** The scheme in any case and the spaces after it (RFC 9110: `1*SP`); no token begins with a space. */
-const BEARER = /^bearer +/i;
-
-/** The token of an `Authorization: Bearer <token>` header, or null for anything else. */
+/**
+ * The token of an `Authorization: Bearer <token>` header, or null for anything else. The seed names the
+ * scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
+ */
 export function bearerToken(header: string | null): string | null {
-  const scheme = header === null ? null : BEARER.exec(header);
-  if (scheme === null) return null;
-  const token = header!.slice(scheme[0].length);
+  if (header === null || !header.startsWith('Bearer ')) return null;
+  const token = header.slice('Bearer '.length);
   return token === '' ? null : token;
 }
 
