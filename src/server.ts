@@ -3,8 +3,8 @@ import type { Server } from 'bun';
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { openStorage, withStorage, type Storage } from './db/storage.ts';
-import { describeError, errorResponse, messages } from './http/errors.ts';
-import { pathOf } from './http/on-error.ts';
+import { errorResponse, messages } from './http/errors.ts';
+import { internalError, pathOf } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
 import { VERSION } from './version.ts';
@@ -114,10 +114,7 @@ export function listen(
         return response;
       };
       // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
-      const failed = (error: unknown) => {
-        log.error('request.failed', { method: request.method, path: pathOf(request.url), error: describeError(error) });
-        return logged(errorResponse(500, messages.internal));
-      };
+      const failed = (error: unknown) => logged(internalError(log, request, error));
       try {
         if (!URL.canParse(request.url)) {
           // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.

@@ -14,13 +14,14 @@ export function answerError(log: Logger) {
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);
     if (code === 'PARSE') return errorResponse(400, messages.bodyNotJson);
-    log.error('request.failed', {
-      method: request.method,
-      path: pathOf(request.url),
-      error: describeError(cause),
-    });
-    return errorResponse(500, messages.internal);
+    return internalError(log, request, cause);
   };
+}
+
+/** A failure nothing answered: its detail to the log only, the contract's 500 to the client. */
+export function internalError(log: Logger, request: Request, error: unknown): Response {
+  log.error('request.failed', { method: request.method, path: pathOf(request.url), error: describeError(error) });
+  return errorResponse(500, messages.internal);
 }
 
 /** The path of a request URL without its query, which may carry a pairing code. */
