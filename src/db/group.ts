@@ -4,6 +4,7 @@
  * database itself (disk full, I/O error) fails the whole group and leaves nothing half-written.
  */
 import type { Database } from 'bun:sqlite';
+import { sqliteCode } from './open.ts';
 
 /** A write operation: runs inside the group's transaction on the writer's connection. */
 export type WriteOp<Args = any, Result = any> = (db: Database, args: Args) => Result;
@@ -75,18 +76,12 @@ function failGroup(db: Database, writes: readonly Write[], error: unknown): Outc
 }
 
 function isGroupFatal(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return typeof code === 'string' && GROUP_FATAL.test(code);
+  return GROUP_FATAL.test(sqliteCode(error) ?? '');
 }
 
 function failed(error: unknown, scope: WriteFailure['scope']): Outcome {
-  const code = (error as { code?: unknown })?.code;
   return {
     ok: false,
-    error: {
-      message: error instanceof Error ? error.message : String(error),
-      code: typeof code === 'string' ? code : undefined,
-      scope,
-    },
+    error: { message: error instanceof Error ? error.message : String(error), code: sqliteCode(error), scope },
   };
 }

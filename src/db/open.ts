@@ -43,6 +43,12 @@ export function openDatabase(path: string, durability: Durability, options: Open
   }
 }
 
+/** The SQLite result code an error carries (`SQLITE_BUSY`, `SQLITE_CONSTRAINT_UNIQUE`, …), if any. */
+export function sqliteCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
 /** The absolute path SQLite resolved the main database to, symbolic links followed: its WAL and lock lie beside it. */
 export function databaseFile(db: Database): string {
   return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;

@@ -6,7 +6,7 @@
  * a stale one. The command-line tools do not take it, so they keep working beside the server.
  */
 import { Database } from 'bun:sqlite';
-import { databaseFile, StorageError } from './open.ts';
+import { databaseFile, sqliteCode, StorageError } from './open.ts';
 
 export interface ServerLock {
   /** Gives the lock up. Until then keep this object reachable: bun:sqlite closes a collected connection. */
@@ -30,7 +30,7 @@ export function takeServerLock(db: Database, databasePath: string): ServerLock {
     return { release: () => lock!.close() };
   } catch (error) {
     lock?.close();
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+    if (sqliteCode(error) === 'SQLITE_BUSY') {
       throw new StorageError(`DATABASE_PATH ${databasePath} is used by another ev-ingest server; refusing to start a second one`);
     }
     throw new StorageError(`DATABASE_PATH ${databasePath} cannot be used: its lock file ${lockPath}: ${(error as Error).message}`);

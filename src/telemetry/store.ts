@@ -2,6 +2,7 @@
 import type { Database, Statement } from 'bun:sqlite';
 import { limits } from '../limits.ts';
 import type { WriteOp } from '../db/group.ts';
+import { sqliteCode } from '../db/open.ts';
 import { sampleFieldNames, sampleFields } from './fields.ts';
 import type { SampleRow } from './model.ts';
 import { PlannerState } from './schema.ts';
@@ -203,7 +204,7 @@ function rowValues(installation: number, write: SampleBatch, sources: Source[], 
 
 /** A stored sample with the same key: the statement was undone, nothing else. */
 function isKeyConflict(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
+  const code = sqliteCode(error);
   return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
