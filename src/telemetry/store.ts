@@ -70,12 +70,11 @@ function unpack({ packed, texts }: SampleWrite): SampleBatch {
 }
 
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
-const insertColumns = ['installation', 'utc', ...fieldColumns, 'planner_state'];
+/** Every field column's row position (1 = the first field after utc). */
+const allFields = fieldColumns.map((_, i) => i + 1);
 
 /** A new sample; a conflict with one stored before is left to REPLACE_SAMPLE. */
-const INSERT_SAMPLE = `INSERT INTO samples (${insertColumns.join(', ')})
-  VALUES (${insertColumns.map(() => '?').join(', ')})
-  ON CONFLICT (installation, utc) DO NOTHING`;
+const INSERT_SAMPLE = `${insertSql(allFields, 1)} ON CONFLICT (installation, utc) DO NOTHING`;
 
 /**
  * A re-sent sample replaces every value but keeps its planner state, so it is never forwarded twice.
@@ -118,7 +117,7 @@ const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) 
 function insertSamples(db: Database, installation: number, write: SampleBatch, stored: StoredSamples): void {
   const columns = columnsWithValues(write);
   const columnsKey = columns.join(',');
-  const sources = columns.map(sourceOf);
+  const sources = columns.map((position) => everyField[position - 1]!);
   const statements = insertStatements(db);
   for (let from = 0, count = 0; from < write.count; from += count) {
     count = insertSize(write.count - from);
@@ -145,26 +144,20 @@ function insertSize(left: number): number {
 }
 
 /** The field columns (row positions, in order) holding a value in some row. */
-function columnsWithValues({ count, numbers, texts }: SampleBatch): number[] {
-  const present: number[] = [];
-  for (let c = 1; c < numericColumns.length; c++) {
-    for (let r = 0; r < count; r++) {
-      const value = numbers[r * numericColumns.length + c]!;
-      if (value === value) {
-        present.push(numericColumns[c]!);
-        break;
-      }
+function columnsWithValues(write: SampleBatch): number[] {
+  return allFields.filter((position) => hasValue(write, everyField[position - 1]!));
+}
+
+function hasValue({ count, numbers, texts }: SampleBatch, { text, index }: Source): boolean {
+  for (let r = 0; r < count; r++) {
+    if (text) {
+      if (texts !== null && texts[r * textColumns.length + index] !== null) return true;
+    } else {
+      const value = numbers[r * numericColumns.length + index]!;
+      if (value === value) return true; // NaN marks an absent value
     }
   }
-  for (let c = 0; texts && c < textColumns.length; c++) {
-    for (let r = 0; r < count; r++) {
-      if (texts[r * textColumns.length + c] !== null) {
-        present.push(textColumns[c]!);
-        break;
-      }
-    }
-  }
-  return present.sort((a, b) => a - b);
+  return false;
 }
 
 /** Where a field column's value lies in a packed row: its index among the numeric or the text columns. */
@@ -180,7 +173,7 @@ function sourceOf(position: number): Source {
 }
 
 /** The sources of every field column, in order: the one-by-one path binds them all. */
-const everyField: Source[] = fieldColumns.map((_, i) => sourceOf(i + 1));
+const everyField: Source[] = allFields.map(sourceOf);
 
 /** The parameters of `count` rows from `from`: per row the installation, utc, the `sources`' values and the planner state. */
 function rowValues(installation: number, write: SampleBatch, sources: Source[], from: number, count: number): (number | string | null)[] {
