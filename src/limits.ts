@@ -62,7 +62,7 @@ export const limits = {
   idleTimeoutSeconds: 10,
   /**
    * Seconds the idle timer waits past `bodyReadMs` while a body may still arrive. Bun checks its timers
-   * every 4 s, so it fires 4 to 8 s past the deadline: the body reader's 400 goes out first.
+   * every 4 s, so it fires 6 to 10 s past the deadline: the body reader's 400 goes out first.
    */
   uploadIdleMarginSeconds: 8,
   /** How long a database connection waits for another one's lock (a checkpoint, a backup) before failing. */
