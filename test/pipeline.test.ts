@@ -18,7 +18,7 @@ import {
   type TestService,
 } from './support.ts';
 import { PASSWORD } from './pairing-support.ts';
-import { rawRequest, upload } from './upload.ts';
+import { parsedReply, rawRequest, upload } from './upload.ts';
 
 let deviceToken: string;
 let service: TestService;
@@ -240,11 +240,9 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
   async function sendWithHost(method: string, path: string, host: string) {
     const head = `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n`;
     // The deadline ends a connection the server keeps open, so a missing `Connection: close` fails as a diff, not a test timeout.
-    const { reply } = await rawRequest(Number(running.url.port), `${head}\r\n{}`, 3_000);
-    const [status, ...headers] = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
-    return { status, closes: headers.includes('Connection: close'), body: reply.slice(reply.indexOf('\r\n\r\n') + 4) };
+    return parsedReply(await rawRequest(Number(running.url.port), `${head}\r\n{}`, 3_000));
   }
-  const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is invalid"}' };
+  const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is invalid"}', closedByServer: true };
 
   test.each([
     ['GET', '/pair'],

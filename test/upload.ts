@@ -24,6 +24,17 @@ export interface UploadResult extends Exchange {
   sent: number;
 }
 
+/** The answer's status line, whether it closes the connection, its body, and whether the server ended the connection. */
+export function parsedReply({ reply, timedOut }: Exchange) {
+  const head = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
+  return {
+    status: head[0] ?? '',
+    closes: head.includes('Connection: close'),
+    body: reply.slice(reply.indexOf('\r\n\r\n') + 4),
+    closedByServer: !timedOut,
+  };
+}
+
 type Write = (data: string | Buffer) => Promise<boolean>;
 
 const PIECE = 64 * 1024;

@@ -9,7 +9,7 @@ import type { ClientTimeouts } from '../../src/limits.ts';
 import { createMemoryLogger } from '../../src/log.ts';
 import { listen, serve, type Running } from '../../src/server.ts';
 import { countSamples, installationNumbered, OWNER_TOKEN, tempDir, testConfig } from '../support.ts';
-import { exchange, trickle, type Exchange } from '../upload.ts';
+import { exchange, parsedReply, trickle } from '../upload.ts';
 
 const timeouts: ClientTimeouts = { idleTimeoutSeconds: 2, bodyReadMs: 8_000 };
 /** Past the body deadline plus Bun's 4 s timer tick: a wait only a connection the server forgot would reach. */
@@ -28,21 +28,10 @@ afterAll(async () => {
   await running.stop();
 });
 
-/** The answer's status line, whether it closes the connection, its body, and whether the server ended the connection. */
-function outcome({ reply, timedOut }: Exchange) {
-  const head = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
-  return {
-    status: head[0] ?? '',
-    closes: head.includes('Connection: close'),
-    body: reply.slice(reply.indexOf('\r\n\r\n') + 4),
-    closedByServer: !timedOut,
-  };
-}
-
 /** Sends `body` to `POST /v1/telemetry` at 400 B/s (100 bytes every 250 ms), as a car on a poor link might. */
-function trickleTelemetry(framing: (typeof framings)[number], body: Buffer) {
+function trickleTelemetry(framing: (typeof framings)[number], body: Buffer, deadlineMs = CLIENT_DEADLINE_MS) {
   const sending = { port, path: '/v1/telemetry', token: OWNER_TOKEN, framing, body, pieceBytes: 100, everyMs: 250 };
-  return trickle(sending, CLIENT_DEADLINE_MS);
+  return trickle(sending, deadlineMs);
 }
 
 /** A telemetry batch of one sample, padded with spaces to `bytes`. */
@@ -55,8 +44,9 @@ test.concurrent.each(framings)(
   'a batch (%s) taking 5 s, longer than the idle timeout and within the deadline, is stored; then the idle timeout closes the connection',
   async (framing) => {
     const installationId = installationNumbered(framings.indexOf(framing) + 1);
-    const answered = await trickleTelemetry(framing, batchOf(installationId, 2_000));
-    expect(outcome(answered)).toEqual({
+    // Set back with the answer at ~5 s, the timer closes by ~9 s; left at the body's 16 s it would close at 12-16 s.
+    const answered = await trickleTelemetry(framing, batchOf(installationId, 2_000), 10_500);
+    expect(parsedReply(answered)).toEqual({
       status: 'HTTP/1.1 200 OK',
       closes: false,
       body: '{"stored":1,"droppedCount":0,"dropped":[]}',
@@ -72,7 +62,7 @@ test.concurrent.each(framings)(
   async (framing) => {
     const body = Buffer.alloc(100_000, 0x20); // 250 s at this pace
     const refused = await trickleTelemetry(framing, body);
-    expect(outcome(refused)).toEqual({
+    expect(parsedReply(refused)).toEqual({
       status: 'HTTP/1.1 400 Bad Request',
       closes: true,
       body: '{"error":"body could not be read"}',
@@ -95,7 +85,7 @@ test.concurrent(
     };
     const closed = await Promise.all([exchange(port, silent, CLIENT_DEADLINE_MS), exchange(port, trickledHead, CLIENT_DEADLINE_MS)]);
     const answeredOnce = { status: 'HTTP/1.1 200 OK', closes: false, body: '{"status":"ok"}', closedByServer: true };
-    expect(closed.map(outcome)).toEqual([answeredOnce, answeredOnce]);
+    expect(closed.map(parsedReply)).toEqual([answeredOnce, answeredOnce]);
   },
   20_000,
 );
@@ -109,7 +99,7 @@ test.concurrent(
       const post = 'POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}';
       // Within the idle timeout and Bun's 4 s tick, well before the deadline plus its margin (16 s).
       const answered = await exchange(failing.port!, (write) => write(post), 9_000);
-      expect(outcome(answered)).toEqual({
+      expect(parsedReply(answered)).toEqual({
         status: 'HTTP/1.1 500 Internal Server Error',
         closes: false,
         body: '{"error":"internal server error"}',
