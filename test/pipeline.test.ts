@@ -128,7 +128,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream();
     const headers = { 'content-length': String(limits.bodyBytes + limits.bodyDrainBytes + 1) };
     const request = new Request('http://localhost/x', { method: 'POST', headers, body: stream });
-    await expect(readBody(request)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBody)).rejects.toMatchObject(tooLarge);
     expect(counted.pulled).toBeLessThanOrEqual(64 * 1024); // a stream may pre-pull its first chunk on creation
   });
 

@@ -43,7 +43,7 @@ export interface BodyMeter {
 
 export async function readBody(
   request: Request,
-  bounds: BodyBounds = ingestBody,
+  bounds: BodyBounds,
   meter: BodyMeter = { read: 0, buffered: 0 },
 ): Promise<Uint8Array> {
   const { cap, drain, deadlineMs } = bounds;
