@@ -361,6 +361,9 @@ describe('the /pair page', () => {
         'The form could not be read (form must be sent as application/x-www-form-urlencoded). Go back and try again.',
       );
     }
+    // The type is checked before the body is read: a JSON body over the cap is refused as the wrong kind, unread.
+    const largeJson = await service.request('POST', '/pair', { body: 'x'.repeat(5000), token: null, headers: asJson });
+    expect(await expectPage(largeJson, 400)).toContain('form must be sent as application/x-www-form-urlencoded');
     expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'pending' });
     await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);
     await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);

@@ -145,12 +145,12 @@ function carRoutes(book: PairingBook, config: PairingDeps['config'], bodyBounds:
  * script's multipart or JSON) is refused instead of read as an empty form, which would name no code.
  */
 async function readForm(request: Request, bodyBounds: BodyBounds): Promise<URLSearchParams> {
-  const body = await readBody(request, bodyBounds);
+  // The type first: a body that cannot be a form is refused without reading it.
   const type = request.headers.get('content-type');
   if (type !== null && type.split(';')[0]!.trim().toLowerCase() !== 'application/x-www-form-urlencoded') {
     throw badRequest(messages.formNotUrlEncoded);
   }
-  return new URLSearchParams(new TextDecoder().decode(body));
+  return new URLSearchParams(new TextDecoder().decode(await readBody(request, bodyBounds)));
 }
 
 async function notAllowed(): Promise<PageAnswer> {
