@@ -47,11 +47,11 @@ async function backupDatabase(source: string, target: string, stopped: Promise<n
   try {
     await copyOnWorker({ source, partial }, stopped);
     linkSync(partial, target); // fails if `target` appeared meanwhile
-    syncPath(dirname(target));
-    return statSync(target).size;
   } finally {
     removePartial(partial, leftBehind);
   }
+  syncPath(dirname(target)); // after the removal: the new name and the partial's end reach the disk together
+  return statSync(target).size;
 }
 
 /** Settles when the Worker has copied, or rejects with why not; the Worker ends either way. */
