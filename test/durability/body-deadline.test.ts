@@ -2,12 +2,14 @@ import { expect, test } from 'bun:test';
 import { ingestBody, readBody } from '../../src/http/body.ts';
 import { HttpError } from '../../src/http/errors.ts';
 import { limits } from '../../src/limits.ts';
+import { OWNER_TOKEN, startTestService } from '../support.ts';
 
-/** A request whose body sends `firstBytes` at once, then one byte every `everyMs`, forever (until cancelled). */
+/** A request (to `target`) whose body sends `firstBytes` at once, then one byte every `everyMs`, forever (until cancelled). */
 function tricklingRequest(
   everyMs: number,
   headers: Record<string, string> = {},
   firstBytes = 0,
+  target = { method: 'POST', path: '/v1/telemetry' },
 ): { request: Request; cancelled: Promise<void> } {
   let timer: Timer;
   let onCancel!: () => void;
@@ -22,7 +24,7 @@ function tricklingRequest(
       onCancel();
     },
   });
-  return { request: new Request('http://localhost/v1/telemetry', { method: 'POST', body, headers }), cancelled };
+  return { request: new Request(`http://localhost${target.path}`, { method: target.method, body, headers }), cancelled };
 }
 
 test('a body that trickles past the read deadline is refused with 400 and Connection: close, and its stream cancelled', async () => {
@@ -56,4 +58,28 @@ test('a body that arrives within the deadline is read whole', async () => {
   });
   const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), { ...ingestBody, deadlineMs: 1000 });
   expect(new TextDecoder().decode(bytes)).toBe('{}');
+});
+
+test("every route that reads a body holds it to the service's deadline: 400 with Connection: close", async () => {
+  const service = await startTestService({ approvalPassword: 'approval-password-for-tests' }, { bodyReadMs: 300 });
+  const owner = { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' };
+  const targets = [
+    ['POST', '/v1/telemetry', owner],
+    ['PUT', '/v1/consumption/daily', owner],
+    ['PUT', '/v1/charging-sessions/s-1', owner],
+    ['POST', '/v1/pair/start', { 'content-type': 'application/json' }],
+    ['POST', '/v1/pair/poll', { 'content-type': 'application/json' }],
+    ['POST', '/pair', { 'content-type': 'application/x-www-form-urlencoded' }],
+  ] as const;
+  try {
+    for (const [method, path, headers] of targets) {
+      const { request, cancelled } = tricklingRequest(20, headers, 0, { method, path });
+      const response = await service.app.handle(request);
+      expect([path, response.status, response.headers.get('connection')]).toEqual([path, 400, 'close']);
+      expect(await response.text()).toContain('body could not be read');
+      await cancelled;
+    }
+  } finally {
+    await service.close();
+  }
 });
