@@ -12,6 +12,7 @@ import {
   INSTALLATION,
   OTHER_INSTALLATION,
   OWNER_TOKEN,
+  refusedStart,
   startTestService,
   tempDir,
   testConfig,
@@ -199,14 +200,9 @@ test('an unexpected failure is 500 "internal server error", its detail only in t
 
 test('a port already in use, or a host that is none, refuses the start with one message naming both settings', async () => {
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
-  const refusal = (host: string, port: number) =>
-    serve(testConfig(tempDir(), { host, port }), createMemoryLogger()).then(
-      async (running) => (await running.stop(), new Error('started')),
-      (error: Error) => error,
-    );
   try {
     for (const [host, port] of [['127.0.0.1', taken.port!], ['not_a_host', 0]] as const) {
-      const refused = await refusal(host, port);
+      const refused = await refusedStart(testConfig(tempDir(), { host, port }));
       expect(refused).toBeInstanceOf(ConfigError);
       expect(refused.message).toStartWith(`cannot listen on HOST ${host} PORT ${port}: `);
       expect(refused.message).not.toContain('\n');

@@ -6,7 +6,7 @@ import type { Config } from '../src/config.ts';
 import { StorageError } from '../src/db/open.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
-import { tempDir, testConfig } from './support.ts';
+import { refusedStart, tempDir, testConfig } from './support.ts';
 
 const servers: Running[] = [];
 afterEach(async () => {
@@ -19,12 +19,6 @@ async function started(config: Config): Promise<Running> {
   return server;
 }
 
-/** The error a start is refused with; a start that succeeds is stopped and fails the test. */
-async function refusal(config: Config): Promise<Error> {
-  const server = await started(config).catch((error: Error) => error);
-  if (!(server instanceof Error)) throw new Error(`a second server started on ${config.databasePath}`);
-  return server;
-}
 
 const used = (path: string) => `DATABASE_PATH ${path} is used by another ev-ingest server; refusing to start a second one`;
 
@@ -35,13 +29,13 @@ async function health(server: Running): Promise<number> {
 test('a second server on the same database is refused with one line, and the first goes on serving', async () => {
   const config = testConfig(tempDir());
   const first = await started(config);
-  const refused = await refusal(config);
+  const refused = await refusedStart(config);
   expect(refused).toBeInstanceOf(StorageError);
   expect(refused.message).toBe(used(config.databasePath));
   expect(await health(first)).toBe(200);
   // The lock is held by the running server, not by a connection the garbage collector may close.
   Bun.gc(true);
-  expect((await refusal(config)).message).toBe(used(config.databasePath));
+  expect((await refusedStart(config)).message).toBe(used(config.databasePath));
   // Beside SQLite's own files only the lock, empty: nothing there to back up or to mistake for data.
   expect(readdirSync(dirname(config.databasePath)).sort()).toEqual(['ev-ingest.db', 'ev-ingest.db-shm', 'ev-ingest.db-wal', 'ev-ingest.db.lock']);
   expect(statSync(`${config.databasePath}.lock`).size).toBe(0);
@@ -62,7 +56,7 @@ test('every path to one database meets the same lock: a link to a file yet to be
   await started(testConfig(dir, { databasePath: join(dir, 'link.db') }));
   expect(existsSync(join(dir, 'real', 'ev.db.lock'))).toBe(true);
   for (const path of [join(dir, 'real', 'ev.db'), join(dir, 'folder', 'ev.db')]) {
-    expect((await refusal(testConfig(dir, { databasePath: path }))).message).toBe(used(path));
+    expect((await refusedStart(testConfig(dir, { databasePath: path }))).message).toBe(used(path));
   }
 });
 
@@ -71,4 +65,24 @@ test('two databases in one folder each have their server', async () => {
   const a = await started(testConfig(dir, { databasePath: join(dir, 'a.db') }));
   const b = await started(testConfig(dir, { databasePath: join(dir, 'b.db') }));
   expect([await health(a), await health(b)]).toEqual([200, 200]);
+});
+
+test('a start refused after it took the lock (its port in use) gives the lock back: the next start serves', async () => {
+  const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
+  const config = testConfig(tempDir());
+  try {
+    expect((await refusedStart({ ...config, port: taken.port! })).message).toStartWith('cannot listen on HOST 127.0.0.1');
+  } finally {
+    taken.stop(true);
+  }
+  expect(await health(await started(config))).toBe(200);
+});
+
+test('a lock file that cannot be made refuses the start, naming the database and the lock file', async () => {
+  const config = testConfig(tempDir());
+  mkdirSync(`${config.databasePath}.lock`); // a folder where the lock file should be
+  const refused = await refusedStart(config);
+  expect(refused).toBeInstanceOf(StorageError);
+  expect(refused.message).toStartWith(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${config.databasePath}.lock: `);
+  expect(refused.message).not.toContain('\n');
 });

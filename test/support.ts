@@ -7,7 +7,7 @@ import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import type { DayValues } from '../src/consumption/totals.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { closeService } from '../src/server.ts';
+import { closeService, serve } from '../src/server.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -124,6 +124,14 @@ export function buildRequest(method: string, path: string, options: RequestOptio
     headers['content-type'] ??= 'application/json';
   }
   return new Request(`http://localhost${path}`, { method, headers, body });
+}
+
+/** The error `serve` refuses `config` with; a start that succeeds is stopped and answered as an error saying so. */
+export function refusedStart(config: Config): Promise<Error> {
+  return serve(config, createMemoryLogger()).then(
+    async (running) => (await running.stop(), new Error(`started on ${config.databasePath}`)),
+    (error: Error) => error,
+  );
 }
 
 /** How many samples of an installation the service's database holds. */
