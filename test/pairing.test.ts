@@ -387,6 +387,18 @@ describe('the /pair page', () => {
     expect(await poll(service, started.pairingId)).toMatchObject({ body: { status: 'approved' } });
   });
 
+  test('a form is read as one whatever the case and parameters of its type, or without a type', async () => {
+    await start();
+    const fields = (userCode: string) => new URLSearchParams({ code: userCode, password: PASSWORD, decision: 'approve' }).toString();
+    const typed = await startPairing(service, INSTALLATION);
+    const headers = { 'content-type': 'Application/X-WWW-Form-Urlencoded ; charset=UTF-8' };
+    expect(await expectPage(await service.request('POST', '/pair', { body: fields(typed.userCode), token: null, headers }), 200)).toContain('Car approved');
+    const untyped = await startPairing(service, OTHER_INSTALLATION);
+    const body = new TextEncoder().encode(fields(untyped.userCode)); // bytes: fetch gives them no type
+    expect(await expectPage(await service.app.handle(new Request('http://localhost/pair', { method: 'POST', body })), 200)).toContain('Car approved');
+    for (const { pairingId } of [typed, untyped]) expect(await poll(service, pairingId)).toMatchObject({ body: { status: 'approved' } });
+  });
+
   test('the car name is shown as text, never as markup', async () => {
     await start();
     const name = '<script>alert(1)</script>"&';
