@@ -8,6 +8,8 @@ export interface UploadOptions {
   bytes: number;
   /** `chunked` sends Transfer-Encoding: chunked; `length` declares the size in Content-Length. */
   framing: 'chunked' | 'length';
+  /** Written on the same connection once the body has gone: the next request. */
+  then?: string;
 }
 
 export interface Exchange {
@@ -25,7 +27,7 @@ export interface UploadResult extends Exchange {
 }
 
 /** The answer's status line, whether it closes the connection, its body, and whether the server ended the connection. */
-export function parsedReply({ reply, timedOut }: Exchange) {
+export function parsedReply({ reply, timedOut }: Pick<Exchange, 'reply' | 'timedOut'>) {
   const head = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
   return {
     status: head[0] ?? '',
@@ -89,7 +91,7 @@ interface Sending extends UploadOptions {
   everyMs: number;
 }
 
-async function send({ port, path, token, bytes, framing, piece, pieceBytes, everyMs }: Sending, timeoutMs: number): Promise<UploadResult> {
+async function send({ port, path, token, bytes, framing, then, piece, pieceBytes, everyMs }: Sending, timeoutMs: number): Promise<UploadResult> {
   let sent = 0;
   const result = await exchange(
     port,
@@ -104,7 +106,8 @@ async function send({ port, path, token, bytes, framing, piece, pieceBytes, ever
         if (!(await write(frame(data)))) return;
         sent += data.length;
       }
-      if (framing === 'chunked') await write('0\r\n\r\n');
+      if (framing === 'chunked' && !(await write('0\r\n\r\n'))) return;
+      if (then !== undefined) await write(then);
     },
     timeoutMs,
   );

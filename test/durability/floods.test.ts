@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { compiledBinary, startBinary, type RunningBinary } from '../binary.ts';
 import { limits } from '../../src/limits.ts';
 import { OWNER_TOKEN, tempDir } from '../support.ts';
-import { exchange, upload } from '../upload.ts';
+import { parsedReply, upload } from '../upload.ts';
 
 const RSS_BOUND = 400 * 1024 * 1024;
 /** RSS growth allowed over four drained 64 MiB uploads (each drains 16 MiB; without collections it creeps up ~12 MiB each). */
@@ -86,20 +86,17 @@ test('a burst of 20 uploads of 5 MB chunked and 20 with Content-Length: every cl
 
 test('a 2 MiB upload with a wrong token: the car reads its 401 and the connection serves its next request', async () => {
   // The token is checked before the body is read; Bun then discards the unread rest itself, so no reset.
-  const bytes = 2 * 1024 * 1024;
-  const piece = Buffer.alloc(64 * 1024, 0x20);
-  const { reply, error, timedOut } = await exchange(
-    Number(server.url.port),
-    async (write) => {
-      await write(`POST /v1/telemetry HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer revoked-token-0123456789abcdef\r\nContent-Length: ${bytes}\r\n\r\n`);
-      for (let sent = 0; sent < bytes; sent += piece.length) await write(piece);
-      await write('GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
-    },
-    10_000,
-  );
+  const { reply, error, timedOut } = await upload({
+    port: Number(server.url.port),
+    path: '/v1/telemetry',
+    token: 'revoked-token-0123456789abcdef',
+    bytes: 2 * 1024 * 1024,
+    framing: 'length',
+    then: 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+  });
   expect({ error, timedOut }).toEqual({ error: null, timedOut: false });
-  const answers = reply.split(/(?=HTTP\/1\.1 )/).map((answer) => [answer.slice(0, answer.indexOf('\r\n')), answer.slice(answer.indexOf('\r\n\r\n') + 4)]);
-  expect(answers).toEqual([
+  const answers = reply.split(/(?=HTTP\/1\.1 )/).map((part) => parsedReply({ reply: part, timedOut }));
+  expect(answers.map(({ status, body }) => [status, body])).toEqual([
     ['HTTP/1.1 401 Unauthorized', '{"error":"unauthorized"}'],
     ['HTTP/1.1 200 OK', '{"status":"ok"}'],
   ]);
