@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
-import { compiledBinary, launchBinary, startBinary } from './binary.ts';
+import { compiledBinary, launchBinary, ownerRequest, startBinary } from './binary.ts';
 import { consumptionChunk, INSTALLATION, OWNER_TOKEN, tempDir } from './support.ts';
 
 let binary: string;
@@ -69,11 +69,7 @@ describe('serving', () => {
     // More than 16 samples, stored through the writer's prepared multi-row inserts: a stop still leaves no WAL.
     const utc = Math.floor(Date.now() / 1000) - 100;
     const samples = Array.from({ length: 20 }, (_, i) => ({ utc: utc + i, soc: 50 }));
-    const stored = await fetch(new URL('/v1/telemetry', server.url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ installationId: INSTALLATION, samples }),
-    });
+    const stored = await ownerRequest(server, 'POST', '/v1/telemetry', { installationId: INSTALLATION, samples });
     expect(await stored.json()).toEqual({ stored: 20, droppedCount: 0, dropped: [] });
     expect(await server.stop('SIGTERM')).toBe(0);
 
@@ -155,12 +151,7 @@ describe('one server per database', () => {
     const cwd = tempDir();
     const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
     const first = await startBinary(binary, env, cwd);
-    const put = (chunk: object) =>
-      fetch(new URL('/v1/consumption/daily', first.url), {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify(chunk),
-      });
+    const put = (chunk: object) => ownerRequest(first, 'PUT', '/v1/consumption/daily', chunk);
     expect((await put(consumptionChunk())).status).toBe(204);
     expect(await launchBinary(binary, env, cwd)).toEqual({
       exited: {
@@ -195,16 +186,14 @@ describe('one server per database', () => {
 test('a restart on the same database keeps what was answered', async () => {
   const cwd = tempDir();
   const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
-  const headers = { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' };
   const chunk = consumptionChunk();
 
   const first = await startBinary(binary, env, cwd);
-  const put = await fetch(new URL('/v1/consumption/daily', first.url), { method: 'PUT', headers, body: JSON.stringify(chunk) });
-  expect(put.status).toBe(204);
+  expect((await ownerRequest(first, 'PUT', '/v1/consumption/daily', chunk)).status).toBe(204);
   expect(await first.stop('SIGKILL')).not.toBe(0); // no clean shutdown: the answered write must still be there
 
   const second = await startBinary(binary, env, cwd);
-  const history = await fetch(new URL(`/v1/consumption/history/${chunk.installationId}`, second.url), { headers });
+  const history = await ownerRequest(second, 'GET', `/v1/consumption/history/${chunk.installationId}`);
   expect(await history.json()).toEqual({
     records: [{ date: chunk.date, day: chunk.day, lifetime: chunk.day }],
     lifetime: chunk.day,

@@ -1,7 +1,7 @@
 /** The compiled binary for end-to-end tests: built once per test run, started on temp databases. */
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { tempDir } from './support.ts';
+import { OWNER_TOKEN, tempDir } from './support.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 let built: Promise<string> | null = null;
@@ -74,6 +74,15 @@ export async function launchBinary(binary: string, env: Record<string, string>, 
       },
     },
   };
+}
+
+/** A request to a running binary with the owner's token; a `body` goes as JSON. */
+export function ownerRequest(server: Pick<RunningBinary, 'url'>, method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(new URL(path, server.url), {
+    method,
+    headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 
 /**

@@ -5,7 +5,7 @@ import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { EndlessBody, PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
-import { compiledBinary, startBinary } from './binary.ts';
+import { compiledBinary, ownerRequest, startBinary } from './binary.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
 
 const KEY = 'planner-api-key-secret-0001';
@@ -677,11 +677,7 @@ describe('the compiled binary', () => {
     const cwd = tempDir();
     const env = { INGEST_TOKEN: OWNER_TOKEN, PLANNER_URL: fake.url, PLANNER_API_KEY: KEY, PLANNER_TOKEN: TOKEN };
     const first = await startBinary(binary, env, cwd);
-    const sent = await fetch(new URL('/v1/telemetry', first.url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) }),
-    });
+    const sent = await ownerRequest(first, 'POST', '/v1/telemetry', { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
     expect(sent.status).toBe(200);
     await fake.waitFor(1);
     expect(await first.stop()).toBe(0);
