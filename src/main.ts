@@ -17,10 +17,10 @@ ${BACKUP_USAGE}
   ev-ingest --help               print this help
   ev-ingest --version            print the version
 
-Configuration: INGEST_TOKEN (required, at least 24 characters), APPROVAL_PASSWORD, PUBLIC_URL,
-TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL, PLANNER_API_KEY, PLANNER_TOKEN,
-PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept <NAME>_FILE. The devices and backup
-commands need only DATABASE_PATH. See README.md.
+Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
+APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
+PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept
+<NAME>_FILE. The devices and backup commands need only DATABASE_PATH. See README.md.
 `;
 
 async function main(args: string[]): Promise<number> {

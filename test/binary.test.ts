@@ -23,7 +23,7 @@ describe('command line', () => {
     expect(run(['--version'])).toEqual({ code: 0, stdout: `ev-ingest ${pkg.version}\n`, stderr: '' });
     const help = run(['--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('INGEST_TOKEN (required, at least 24 characters)');
+    expect(help.stdout).toContain('INGEST_TOKEN (required, at least 24 printable ASCII characters)');
   });
 
   test('an unknown command exits 2 with the usage', () => {
