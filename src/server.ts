@@ -7,6 +7,7 @@ import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
+import { pageHeadersOf } from './pairing/page.tsx';
 import { VERSION } from './version.ts';
 
 export interface Running {
@@ -34,7 +35,7 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
 
   let server: ReturnType<typeof listen>;
   try {
-    server = listen(service.app.fetch, config, log, timeouts);
+    server = listen(service.app.fetch, config, log, timeouts, service.pairing ? pageHeadersOf : noHeaders);
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
@@ -82,6 +83,11 @@ export async function closeService(service: Service, storage: Storage): Promise<
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
+/** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's answers there do. */
+export type PathHeaders = (path: string) => Readonly<Record<string, string>>;
+
+const noHeaders: PathHeaders = () => ({});
+
 /**
  * The HTTP listener: Bun's own body limit lifted (the pipeline owns it), invalid Hosts refused, slow
  * uploads given until the body deadline, and one log line a request.
@@ -91,6 +97,7 @@ export function listen(
   { host, port }: Pick<Config, 'host' | 'port'>,
   log: Logger,
   timeouts: ClientTimeouts = limits,
+  headersFor: PathHeaders = noHeaders,
 ) {
   return Bun.serve({
     hostname: host,
@@ -113,12 +120,16 @@ export function listen(
         });
         return response;
       };
+      const answeredHere = (response: Response) => {
+        for (const [name, value] of Object.entries(headersFor(pathOf(request.url)))) response.headers.set(name, value);
+        return logged(response);
+      };
       // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
-      const failed = (error: unknown) => logged(internalError(log, request, error));
+      const failed = (error: unknown) => answeredHere(internalError(log, request, error));
       try {
         if (!URL.canParse(request.url)) {
           // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
-          if (request.headers.has('host')) return logged(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
+          if (request.headers.has('host')) return answeredHere(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
           // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
           request = new Request(new URL(request.url, server.url).href, request);
         }

@@ -19,7 +19,8 @@ import {
   type TestService,
 } from './support.ts';
 import { PASSWORD } from './pairing-support.ts';
-import { parsedReply, rawRequest, upload } from './upload.ts';
+import { parsedReply, rawRequest, replyHeaders, upload } from './upload.ts';
+import { PAGE_HEADERS } from '../src/pairing/page.tsx';
 
 let deviceToken: string;
 let service: TestService;
@@ -249,6 +250,18 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     const logged = log.lines.filter((line) => line.includes(`request method=${method} path=${path} `));
     expect(logged).toEqual([expect.stringContaining(' status=400 ')]);
     expect(log.lines.filter((line) => / (warn|error) /.test(line) && !line.includes('pairing.public_url_unset'))).toEqual([]);
+  });
+
+  test("the refusal of a `/pair` request carries the page's strict headers, as every `/pair` answer does; others do not", async () => {
+    const headersOf = async (path: string) => {
+      const { reply } = await rawRequest(Number(running.url.port), `GET ${path} HTTP/1.1\r\nHost: a b\r\n\r\n`, 3_000);
+      return replyHeaders(reply);
+    };
+    const pageHeaders = Object.fromEntries(Object.entries(PAGE_HEADERS).map(([name, value]) => [name.toLowerCase(), value]));
+    for (const path of ['/pair', '/pair/', '/pair?code=BBBB-BBBB']) expect(await headersOf(path)).toMatchObject(pageHeaders);
+    for (const path of ['/v1/health', '/pairing']) {
+      expect(Object.keys(await headersOf(path)).filter((name) => name in pageHeaders)).toEqual([]);
+    }
   });
 
   // Bun hands these on with a url no URL parser takes: relative (empty Host) or `http://<host>/…`.

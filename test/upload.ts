@@ -37,6 +37,12 @@ export function parsedReply({ reply, timedOut }: Pick<Exchange, 'reply' | 'timed
   };
 }
 
+/** The answer's header fields, by lower-cased name. */
+export function replyHeaders(reply: string): Record<string, string> {
+  const lines = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n').slice(1);
+  return Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+}
+
 type Write = (data: string | Buffer) => Promise<boolean>;
 
 const PIECE = 64 * 1024;

@@ -37,6 +37,11 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': NO_STORE,
 };
 
+/** `PAGE_HEADERS` for the page's own path (`/pair`, and `/pair/` as the router takes it), none for any other. */
+export function pageHeadersOf(path: string): Readonly<Record<string, string>> {
+  return path === '/pair' || path === '/pair/' ? PAGE_HEADERS : {};
+}
+
 /** A page to answer with: its status, the page, and headers beyond `PAGE_HEADERS`. */
 export interface PageAnswer {
   status: number;

@@ -9,7 +9,8 @@ import type { ClientTimeouts } from '../../src/limits.ts';
 import { createMemoryLogger } from '../../src/log.ts';
 import { listen, serve, type Running } from '../../src/server.ts';
 import { countSamples, installationNumbered, OWNER_TOKEN, tempDir, testConfig } from '../support.ts';
-import { exchange, parsedReply, trickle } from '../upload.ts';
+import { exchange, parsedReply, replyHeaders, trickle } from '../upload.ts';
+import { PAGE_HEADERS, pageHeadersOf } from '../../src/pairing/page.tsx';
 
 const timeouts: ClientTimeouts = { idleTimeoutSeconds: 2, bodyReadMs: 8_000 };
 /** Past the body deadline plus Bun's 4 s timer tick: a wait only a connection the server forgot would reach. */
@@ -56,6 +57,22 @@ test.concurrent.each(framings)(
   },
   20_000,
 );
+
+test("a failure escaping the app at the `/pair` page is answered with the page's strict headers, elsewhere without", async () => {
+  const failing = listen(failingHandlers.throws, { host: '127.0.0.1', port: 0 }, createMemoryLogger(), timeouts, pageHeadersOf);
+  try {
+    const headersOf = async (path: string) => {
+      const answered = await exchange(failing.port!, (write) => write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`), 9_000);
+      expect(parsedReply(answered).status).toBe('HTTP/1.1 500 Internal Server Error');
+      return replyHeaders(answered.reply);
+    };
+    const page = await headersOf('/pair?code=BBBB-BBBB');
+    for (const [name, value] of Object.entries(PAGE_HEADERS)) expect(page[name.toLowerCase()]).toBe(value);
+    expect((await headersOf('/v1/health'))['content-security-policy']).toBeUndefined();
+  } finally {
+    await failing.stop(true);
+  }
+}, 20_000);
 
 test.concurrent.each(framings)(
   'a body (%s) still arriving at the deadline is answered 400 "body could not be read" and the connection closed',
