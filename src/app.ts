@@ -37,6 +37,8 @@ export interface AppOptions {
 export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder, bodyReadMs = limits.bodyReadMs }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
+  /** Settles once the start-up's own writes have committed: serve only then. */
+  const ready = devices.revokeUncollected();
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
@@ -69,7 +71,7 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     pairing?.book.stop();
   };
 
-  return { app, auth, devices, pairing, consumption, planner, stop };
+  return { app, auth, devices, pairing, consumption, planner, ready, stop };
 }
 
 export type Service = ReturnType<typeof createApp>;

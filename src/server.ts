@@ -30,6 +30,7 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
     };
   });
   const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs }));
+  await service.ready;
   service.devices.watch();
   service.pairing?.book.watch();
 

@@ -19,8 +19,8 @@ let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
 
 let service: TestService;
-async function start(overrides = {}) {
-  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now });
+async function start(overrides = {}, dir?: string) {
+  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, dir });
   return service;
 }
 afterEach(() => service?.close());
@@ -203,7 +203,8 @@ describe('POST /v1/pair/poll', () => {
 
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
     const [row] = deviceRows();
-    expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null });
+    expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null, token_collected_at: null });
+    clock += 1000;
 
     const collecting = await service.request('POST', '/v1/pair/poll', { body: { pairingId: started.pairingId }, token: null });
     expect(collecting.headers.get('cache-control')).toBe('no-store'); // it carries the token
@@ -217,7 +218,30 @@ describe('POST /v1/pair/poll', () => {
     const another = await service.request('POST', '/v1/pair/start', { body: { installationId: OTHER_INSTALLATION }, token: null });
     expect([another.status, another.headers.get('cache-control')]).toEqual([200, 'no-store']); // it carries the pairing id
     expect(row!.token_hash).toBe(tokenHash(token));
+    expect(deviceRows()).toMatchObject([{ token_collected_at: clock }]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+  });
+
+  test('a device approved but never collected is revoked at the next start, its request being lost; a collected one stays', async () => {
+    const dir = tempDir();
+    await start({}, dir);
+    const collected = await pairDevice(service, INSTALLATION);
+    const uncollected = await startPairing(service, OTHER_INSTALLATION);
+    await decide(service, uncollected.userCode, 'approve');
+    const [, lost] = deviceRows();
+    await service.close(); // a crash loses the open requests alike: only the database tells
+
+    clock += MINUTE;
+    await start({}, dir);
+    expect(deviceRows()).toMatchObject([
+      { id: collected.deviceId, revoked_at: null },
+      { id: lost!.id, revoked_at: clock, token_collected_at: null },
+    ]);
+    expect(service.devices.size).toBe(1);
+    expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
+    const ownHistory = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: collected.token });
+    expect(ownHistory.status).toBe(200); // the collected token still works
+    expect(await poll(service, uncollected.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });
 
   test('denied, and no device is created', async () => {
@@ -517,6 +541,7 @@ describe('a revocation still being saved', () => {
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
       revoke: (id: string) => new Promise<null>(() => void revoking.push(id)), // never settles
+      collected: async () => {},
     } as unknown as DeviceRegistry;
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const approved = await book.start(INSTALLATION, 'MG4');
@@ -544,6 +569,64 @@ describe('a revocation still being saved', () => {
     expect(started).toMatchObject({ installationId: OTHER_INSTALLATION, name: 'ID.3' });
     expect(revoking).toEqual(['device-a']); // under way, apart from the start
     expect(book.size).toBe(1);
+  });
+});
+
+describe('a collection still being saved', () => {
+  /** A book with one approved request whose registry saves a collection only when the test says. */
+  async function bookCollecting() {
+    const saves: { resolve: () => void; reject: (error: Error) => void }[] = [];
+    const revoked: string[] = [];
+    const registry = {
+      pair: async (installationId: string) => ({ id: 'device-c', installationId, token: 't'.repeat(43) }),
+      revoke: async (id: string) => void revoked.push(id),
+      collected: () => new Promise<void>((resolve, reject) => void saves.push({ resolve, reject })),
+    } as unknown as DeviceRegistry;
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const request = await book.start(INSTALLATION, 'MG4');
+    expect(await book.decide(request, 'approve')).toBe('approved');
+    return { book, request, saves, revoked };
+  }
+  const approved = { status: 'approved' as const, token: 't'.repeat(43), deviceId: 'device-c', installationId: INSTALLATION };
+
+  test('the token leaves only once the collection is saved; a poll meanwhile is told pending', async () => {
+    const { book, request, saves } = await bookCollecting();
+    const collecting = book.poll(request.pairingId);
+    expect(saves).toHaveLength(1);
+    expect(await book.poll(request.pairingId)).toEqual({ status: 'pending' });
+    saves[0]!.resolve();
+    expect(await collecting).toEqual(approved);
+    expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
+  });
+
+  test('a save that fails keeps the token: the poll fails and the next one collects it', async () => {
+    const { book, request, saves, revoked } = await bookCollecting();
+    const failing = book.poll(request.pairingId);
+    saves[0]!.reject(new Error('disk full'));
+    await expect(failing).rejects.toThrow('disk full');
+    const again = book.poll(request.pairingId);
+    saves[1]!.resolve();
+    expect(await again).toEqual(approved);
+    expect(revoked).toEqual([]);
+  });
+
+  test('a request expiring during the save is not revoked: the car gets its token; had the save failed, the device goes', async () => {
+    for (const outcome of ['saved', 'failed'] as const) {
+      const { book, request, saves, revoked } = await bookCollecting();
+      const collecting = book.poll(request.pairingId);
+      clock += 10 * MINUTE;
+      await book.sweep(); // closes the expired request while its collection is being saved
+      expect(revoked).toEqual([]);
+      if (outcome === 'saved') {
+        saves[0]!.resolve();
+        expect(await collecting).toEqual(approved);
+        expect(revoked).toEqual([]);
+      } else {
+        saves[0]!.reject(new Error('disk full'));
+        await expect(collecting).rejects.toThrow('disk full');
+        expect(revoked).toEqual(['device-c']);
+      }
+    }
   });
 });
 

@@ -88,12 +88,14 @@ test('a devices table that cannot be read refuses the start', async () => {
   await expect(startTestService({}, { dir })).rejects.toThrow(StorageError);
 });
 
-test('a restart keeps paired devices, and revoked ones stay revoked', async () => {
+test('a restart keeps paired devices whose token was collected, and revoked ones stay revoked', async () => {
   const dir = tempDir();
   const first = await startTestService({}, { dir });
   const base = { installationId: INSTALLATION, name: 'MG4', createdAt: 1 };
   await first.storage.committer.write('insertDevice', { ...base, id: 'kept', tokenHash: tokenHash('token-kept') });
+  await first.storage.committer.write('markCollected', { id: 'kept', at: 2 });
   await first.storage.committer.write('insertDevice', { ...base, id: 'gone', tokenHash: tokenHash('token-gone') });
+  await first.storage.committer.write('markCollected', { id: 'gone', at: 2 });
   await first.storage.committer.write('revokeDevice', { id: 'gone', at: 2 });
   await first.close();
 
@@ -134,6 +136,22 @@ test('a database of the first schema keeps every sample across the move to numbe
     expect(storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
   } finally {
     await storage.close();
+  }
+});
+
+test('devices paired before the collection was recorded count as collected: a restart keeps them', async () => {
+  const dir = tempDir();
+  const old = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
+  migrate(old, embeddedMigrations().slice(0, 3)); // 0000 to 0002: before token_collected_at
+  old.query('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 7)').run('kept', INSTALLATION, tokenHash('token-kept'));
+  old.close();
+
+  const service = await startTestService({}, { dir });
+  try {
+    expect(service.devices.find(tokenHash('token-kept'))).toEqual({ id: 'kept', installationId: INSTALLATION });
+    expect(service.storage.db.query('SELECT revoked_at, token_collected_at FROM devices').all()).toEqual([{ revoked_at: null, token_collected_at: 7 }]);
+  } finally {
+    await service.close();
   }
 });
 

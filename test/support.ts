@@ -97,6 +97,7 @@ export async function startTestService(
   const storage = await openStorage(config);
   const log = createMemoryLogger();
   const service = await withStorage(storage, () => createApp({ config, storage, log, ...appOptions }));
+  await service.ready;
   let closed = false;
   return {
     ...service,

@@ -8,7 +8,15 @@ import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { activeDevices, currentDevicesVersion, deviceKey, listDevices, type ActiveDevice, type Device } from './store.ts';
+import {
+  activeDevices,
+  currentDevicesVersion,
+  deviceKey,
+  hasUncollectedDevices,
+  listDevices,
+  type ActiveDevice,
+  type Device,
+} from './store.ts';
 import { newSecret } from '../secret.ts';
 import { tokenHash } from './token.ts';
 
@@ -91,6 +99,29 @@ export class DeviceRegistry {
     // Again once committed: a reload while the revocation was under way may have read the row unrevoked.
     this.remove(id);
     return device;
+  }
+
+  /** Records that the car has collected the device's token; the token must not leave before this commits. */
+  async collected(deviceId: string): Promise<void> {
+    await this.committer.write('markCollected', { id: deviceId, at: this.now() });
+  }
+
+  /**
+   * At start-up: pairing requests live in memory, so a device approved in an earlier run whose token
+   * was never collected can never be; it is revoked, as its request's expiry would have. Logs instead
+   * of throwing: the service runs on without it (those tokens never left the server).
+   */
+  async revokeUncollected(): Promise<void> {
+    try {
+      if (!hasUncollectedDevices(this.db)) return;
+      const revoked = await this.committer.write('revokeUncollected', { at: this.now() });
+      for (const id of revoked) {
+        this.remove(id);
+        this.log.info('pairing.uncollected_revoked', { device: id, reason: 'restart' });
+      }
+    } catch (error) {
+      this.log.error('pairing.revoke_failed', { reason: (error as Error).message });
+    }
   }
 
   /** Records that a device was seen; writes `lastSeenAt` at most once a minute, off the request path. */

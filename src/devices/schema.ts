@@ -12,6 +12,11 @@ export const devices = sqliteTable(
     createdAt: integer('created_at').notNull(),
     lastSeenAt: integer('last_seen_at'),
     revokedAt: integer('revoked_at'),
+    /**
+     * When the car collected its token; null while it has not. Pairing requests live in memory only, so
+     * a device still uncollected when the server starts can never be collected and is revoked then.
+     */
+    tokenCollectedAt: integer('token_collected_at'),
   },
   (table) => [index('devices_installation').on(table.installationId)],
 );

@@ -74,4 +74,23 @@ const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) 
   db.query('UPDATE devices SET last_seen_at = $at WHERE id = $id').run({ id, at });
 };
 
-export const deviceWrites = { insertDevice, revokeDevice, touchDevice };
+/** Records that the car has its token: from now on the device outlives a restart. */
+const markCollected: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) => {
+  db.query('UPDATE devices SET token_collected_at = $at WHERE id = $id').run({ id, at });
+};
+
+/** Revokes every active device whose token was never collected; answers their ids. */
+const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
+  db
+    .query<{ id: string }, { at: number }>(
+      'UPDATE devices SET revoked_at = $at WHERE token_collected_at IS NULL AND revoked_at IS NULL RETURNING id',
+    )
+    .all({ at })
+    .map((row) => row.id);
+
+/** Whether some active device's token was never collected (a read: most starts then need no write). */
+export function hasUncollectedDevices(db: Database): boolean {
+  return db.query('SELECT 1 FROM devices WHERE token_collected_at IS NULL AND revoked_at IS NULL LIMIT 1').get() !== null;
+}
+
+export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };

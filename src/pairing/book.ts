@@ -34,6 +34,8 @@ export class PairingBook {
   private readonly byId = new Map<string, PairingRequest>();
   private readonly byCode = new Map<string, PairingRequest>();
   private readonly byInstallation = new Map<string, PairingRequest>();
+  /** Approved requests whose collection is being saved. */
+  private readonly collecting = new Set<PairingRequest>();
   private sweeper: Timer | null = null;
 
   constructor(
@@ -86,8 +88,9 @@ export class PairingBook {
     }
     const { standing } = request;
     if (standing.state === 'denied') return { status: 'denied' };
-    if (standing.state !== 'approved') return { status: 'pending' };
+    if (standing.state !== 'approved' || this.collecting.has(request)) return { status: 'pending' };
     const { token, id: deviceId, installationId } = standing.device;
+    await this.markCollected(request, deviceId);
     this.forget(request);
     this.log.info('pairing.collected', { installation: installationId, device: deviceId });
     return { status: 'approved', token, deviceId, installationId };
@@ -152,9 +155,26 @@ export class PairingBook {
     this.sweeper = null;
   }
 
+  /**
+   * Saves that the car collected its token before the token leaves: a device whose save failed stays
+   * uncollected, and the car may poll again. Meanwhile its request neither answers another poll nor is
+   * revoked by closing; one closed meanwhile that failed to save takes its device along after all.
+   */
+  private async markCollected(request: PairingRequest, deviceId: string): Promise<void> {
+    this.collecting.add(request);
+    try {
+      await this.devices.collected(deviceId);
+    } catch (error) {
+      if (this.byId.get(request.pairingId) !== request) await this.revoke(deviceId, 'expired');
+      throw error;
+    } finally {
+      this.collecting.delete(request);
+    }
+  }
+
   private async close(request: PairingRequest, reason: 'expired' | 'replaced'): Promise<void> {
     this.forget(request);
-    if (request.standing.state === 'approved') await this.revoke(request.standing.device.id, reason);
+    if (request.standing.state === 'approved' && !this.collecting.has(request)) await this.revoke(request.standing.device.id, reason);
   }
 
   private async revoke(deviceId: string, reason: 'expired' | 'replaced'): Promise<void> {
