@@ -309,6 +309,18 @@ describe('dropping values', () => {
     expect(result.rows.length).toBe(stored);
   });
 
+  test('a number past the range of a double (1e400) is quoted as the Infinity it parses to, never as null', async () => {
+    const samples = [`{"utc":${UTC},"soc":1e400,"power":[-1e400],"speed":5}`, '{"utc":1e400,"soc":1}'];
+    expect(await post(`{"installationId":"${freshInstallation()}","samples":[${samples.join(',')}]}`)).toEqual({
+      status: 200,
+      body: {
+        stored: 1,
+        droppedCount: 3,
+        dropped: ['samples[0].soc: Infinity is out of range 0..100', 'samples[0].power: [-Infinity] is not a number', 'samples[1]: utc Infinity is not an integer'],
+      },
+    });
+  });
+
   test('a value nested 60,000 deep is dropped and quoted by its first 40 characters', async () => {
     // Such values parse, but JSON.stringify takes over a second on them and then throws: quoting must not need it.
     const deep = (open: string, inner: string, close: string) => `${open.repeat(60_000)}${inner}${close.repeat(60_000)}`;

@@ -196,6 +196,8 @@ function jsonStart(value: unknown, max: number): string {
         write((part as Record<string, unknown>)[key]);
       }
       json += '}';
+    } else if (typeof part === 'number' && !Number.isFinite(part)) {
+      json += String(part); // a literal past the double range (`1e400`) parses to ±Infinity, which JSON writes as null
     } else json += JSON.stringify(part);
   };
   write(value);
