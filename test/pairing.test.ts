@@ -2,7 +2,8 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
 import { pairingBody } from '../src/http/body.ts';
-import type { DeviceRegistry, PairedDevice } from '../src/devices/registry.ts';
+import type { Committer } from '../src/db/committer.ts';
+import { DeviceRegistry, type PairedDevice } from '../src/devices/registry.ts';
 import { approvalUrl } from '../src/pairing/approval-url.ts';
 import { PairingBook } from '../src/pairing/book.ts';
 import { displayUserCode, USER_CODE_ALPHABET } from '../src/pairing/code.ts';
@@ -203,7 +204,7 @@ describe('POST /v1/pair/poll', () => {
 
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
     const [row] = deviceRows();
-    expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null, token_collected_at: null });
+    expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null, awaiting_collection: 1 });
     clock += 1000;
 
     const collecting = await service.request('POST', '/v1/pair/poll', { body: { pairingId: started.pairingId }, token: null });
@@ -218,7 +219,7 @@ describe('POST /v1/pair/poll', () => {
     const another = await service.request('POST', '/v1/pair/start', { body: { installationId: OTHER_INSTALLATION }, token: null });
     expect([another.status, another.headers.get('cache-control')]).toEqual([200, 'no-store']); // it carries the pairing id
     expect(row!.token_hash).toBe(tokenHash(token));
-    expect(deviceRows()).toMatchObject([{ token_collected_at: clock }]);
+    expect(deviceRows()).toMatchObject([{ awaiting_collection: 0 }]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });
 
@@ -235,13 +236,26 @@ describe('POST /v1/pair/poll', () => {
     await start({}, dir);
     expect(deviceRows()).toMatchObject([
       { id: collected.deviceId, revoked_at: null },
-      { id: lost!.id, revoked_at: clock, token_collected_at: null },
+      { id: lost!.id, revoked_at: clock, awaiting_collection: 1 },
     ]);
     expect(service.devices.size).toBe(1);
     expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
     const ownHistory = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: collected.token });
     expect(ownHistory.status).toBe(200); // the collected token still works
     expect(await poll(service, uncollected.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+  });
+
+  test('a start-up revocation that cannot be written is logged, and the start goes on', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    await decide(service, started.userCode, 'approve');
+    const failing = { write: () => Promise.reject(new Error('disk full')) } as unknown as Committer;
+    const log = createMemoryLogger();
+    const registry = new DeviceRegistry(service.storage.db, failing, log, now);
+    registry.load();
+    expect(await registry.revokeUncollected()).toBeUndefined();
+    expect(log.lines).toEqual([expect.stringContaining('error pairing.revoke_failed reason="disk full"')]);
+    expect(registry.size).toBe(1);
   });
 
   test('denied, and no device is created', async () => {
@@ -582,10 +596,11 @@ describe('a collection still being saved', () => {
       revoke: async (id: string) => void revoked.push(id),
       collected: () => new Promise<void>((resolve, reject) => void saves.push({ resolve, reject })),
     } as unknown as DeviceRegistry;
-    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const log = createMemoryLogger();
+    const book = new PairingBook(registry, log, now);
     const request = await book.start(INSTALLATION, 'MG4');
     expect(await book.decide(request, 'approve')).toBe('approved');
-    return { book, request, saves, revoked };
+    return { book, request, saves, revoked, log };
   }
   const approved = { status: 'approved' as const, token: 't'.repeat(43), deviceId: 'device-c', installationId: INSTALLATION };
 
@@ -608,6 +623,25 @@ describe('a collection still being saved', () => {
     saves[1]!.resolve();
     expect(await again).toEqual(approved);
     expect(revoked).toEqual([]);
+  });
+
+  test('a request replaced during the save is not revoked: the car gets its token; had the save failed, the device goes', async () => {
+    for (const outcome of ['saved', 'failed'] as const) {
+      const { book, request, saves, revoked, log } = await bookCollecting();
+      const collecting = book.poll(request.pairingId);
+      await book.start(INSTALLATION, 'MG4 again'); // replaces the request while its collection is being saved
+      expect(revoked).toEqual([]);
+      if (outcome === 'saved') {
+        saves[0]!.resolve();
+        expect(await collecting).toEqual(approved);
+        expect(revoked).toEqual([]);
+      } else {
+        saves[0]!.reject(new Error('disk full'));
+        await expect(collecting).rejects.toThrow('disk full');
+        expect(revoked).toEqual(['device-c']);
+        expect(log.lines).toContainEqual(expect.stringContaining('info pairing.uncollected_revoked device=device-c reason=replaced'));
+      }
+    }
   });
 
   test('a request expiring during the save is not revoked: the car gets its token; had the save failed, the device goes', async () => {

@@ -258,8 +258,10 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
       return replyHeaders(reply);
     };
     const pageHeaders = Object.fromEntries(Object.entries(PAGE_HEADERS).map(([name, value]) => [name.toLowerCase(), value]));
-    for (const path of ['/pair', '/pair/', '/pair?code=BBBB-BBBB']) expect(await headersOf(path)).toMatchObject(pageHeaders);
-    for (const path of ['/v1/health', '/pairing']) {
+    for (const path of ['/pair', '/pair/', '/pair?code=BBBB-BBBB', '/./pair', '/x/../pair', '/pair/.']) {
+      expect(await headersOf(path)).toMatchObject(pageHeaders);
+    }
+    for (const path of ['/v1/health', '/pairing', '/pair/x']) {
       expect(Object.keys(await headersOf(path)).filter((name) => name in pageHeaders)).toEqual([]);
     }
   });

@@ -93,9 +93,9 @@ test('a restart keeps paired devices whose token was collected, and revoked ones
   const first = await startTestService({}, { dir });
   const base = { installationId: INSTALLATION, name: 'MG4', createdAt: 1 };
   await first.storage.committer.write('insertDevice', { ...base, id: 'kept', tokenHash: tokenHash('token-kept') });
-  await first.storage.committer.write('markCollected', { id: 'kept', at: 2 });
+  await first.storage.committer.write('markCollected', { id: 'kept' });
   await first.storage.committer.write('insertDevice', { ...base, id: 'gone', tokenHash: tokenHash('token-gone') });
-  await first.storage.committer.write('markCollected', { id: 'gone', at: 2 });
+  await first.storage.committer.write('markCollected', { id: 'gone' });
   await first.storage.committer.write('revokeDevice', { id: 'gone', at: 2 });
   await first.close();
 
@@ -139,19 +139,28 @@ test('a database of the first schema keeps every sample across the move to numbe
   }
 });
 
-test('devices paired before the collection was recorded count as collected: a restart keeps them', async () => {
+test('a device written without the collection mark (paired before it, or by an earlier version since) counts as collected', async () => {
   const dir = tempDir();
-  const old = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
-  migrate(old, embeddedMigrations().slice(0, 3)); // 0000 to 0002: before token_collected_at
-  old.query('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 7)').run('kept', INSTALLATION, tokenHash('token-kept'));
+  const path = join(dir, 'ev-ingest.db');
+  const old = openDatabase(path, 'fast');
+  migrate(old, embeddedMigrations().slice(0, 3)); // 0000 to 0002: before awaiting_collection
+  const add = (db: Database, id: string) =>
+    db.query('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 7)').run(id, INSTALLATION, tokenHash(`token-${id}`));
+  add(old, 'before');
   old.close();
 
-  const service = await startTestService({}, { dir });
+  const first = await startTestService({}, { dir });
+  add(first.storage.db, 'beside'); // an earlier version's insert, on the migrated schema
+  await first.close();
+  const second = await startTestService({}, { dir });
   try {
-    expect(service.devices.find(tokenHash('token-kept'))).toEqual({ id: 'kept', installationId: INSTALLATION });
-    expect(service.storage.db.query('SELECT revoked_at, token_collected_at FROM devices').all()).toEqual([{ revoked_at: null, token_collected_at: 7 }]);
+    expect(second.storage.db.query('SELECT id, revoked_at, awaiting_collection FROM devices ORDER BY id').all()).toEqual([
+      { id: 'before', revoked_at: null, awaiting_collection: 0 },
+      { id: 'beside', revoked_at: null, awaiting_collection: 0 },
+    ]);
+    expect(second.devices.size).toBe(2);
   } finally {
-    await service.close();
+    await second.close();
   }
 });
 

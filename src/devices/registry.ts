@@ -103,7 +103,7 @@ export class DeviceRegistry {
 
   /** Records that the car has collected the device's token; the token must not leave before this commits. */
   async collected(deviceId: string): Promise<void> {
-    await this.committer.write('markCollected', { id: deviceId, at: this.now() });
+    await this.committer.write('markCollected', { id: deviceId });
   }
 
   /**

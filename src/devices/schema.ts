@@ -13,10 +13,11 @@ export const devices = sqliteTable(
     lastSeenAt: integer('last_seen_at'),
     revokedAt: integer('revoked_at'),
     /**
-     * When the car collected its token; null while it has not. Pairing requests live in memory only, so
-     * a device still uncollected when the server starts can never be collected and is revoked then.
+     * True from the approval until the car has collected its token. Pairing requests live in memory
+     * only, so a device still awaiting collection when the server starts never gets it and is revoked
+     * then. A row written without it (by an earlier version) counts as collected.
      */
-    tokenCollectedAt: integer('token_collected_at'),
+    awaitingCollection: integer('awaiting_collection', { mode: 'boolean' }).notNull().default(false),
   },
   (table) => [index('devices_installation').on(table.installationId)],
 );

@@ -53,10 +53,11 @@ export interface NewDevice {
   createdAt: number;
 }
 
+/** A device just approved: it awaits the car's collection of its token. */
 const insertDevice: WriteOp<NewDevice, void> = (db, device) => {
   db.query(
-    `INSERT INTO devices (id, installation_id, name, token_hash, created_at)
-     VALUES ($id, $installationId, $name, $tokenHash, $createdAt)`,
+    `INSERT INTO devices (id, installation_id, name, token_hash, created_at, awaiting_collection)
+     VALUES ($id, $installationId, $name, $tokenHash, $createdAt, 1)`,
   ).run({ ...device });
 };
 
@@ -75,22 +76,22 @@ const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) 
 };
 
 /** Records that the car has its token: from now on the device outlives a restart. */
-const markCollected: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) => {
-  db.query('UPDATE devices SET token_collected_at = $at WHERE id = $id').run({ id, at });
+const markCollected: WriteOp<{ id: string }, void> = (db, { id }) => {
+  db.query('UPDATE devices SET awaiting_collection = 0 WHERE id = $id').run({ id });
 };
 
-/** Revokes every active device whose token was never collected; answers their ids. */
+/** Revokes every active device still awaiting its collection; answers their ids. */
 const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
   db
     .query<{ id: string }, { at: number }>(
-      'UPDATE devices SET revoked_at = $at WHERE token_collected_at IS NULL AND revoked_at IS NULL RETURNING id',
+      'UPDATE devices SET revoked_at = $at WHERE awaiting_collection = 1 AND revoked_at IS NULL RETURNING id',
     )
     .all({ at })
     .map((row) => row.id);
 
-/** Whether some active device's token was never collected (a read: most starts then need no write). */
+/** Whether some active device still awaits its collection (a read: most starts then need no write). */
 export function hasUncollectedDevices(db: Database): boolean {
-  return db.query('SELECT 1 FROM devices WHERE token_collected_at IS NULL AND revoked_at IS NULL LIMIT 1').get() !== null;
+  return db.query('SELECT 1 FROM devices WHERE awaiting_collection = 1 AND revoked_at IS NULL LIMIT 1').get() !== null;
 }
 
 export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };

@@ -30,12 +30,15 @@ export type PollAnswer =
 
 type Decision = 'approve' | 'deny';
 
+/** Why a request was closed before its car collected it. */
+type CloseReason = 'expired' | 'replaced';
+
 export class PairingBook {
   private readonly byId = new Map<string, PairingRequest>();
   private readonly byCode = new Map<string, PairingRequest>();
   private readonly byInstallation = new Map<string, PairingRequest>();
-  /** Approved requests whose collection is being saved. */
-  private readonly collecting = new Set<PairingRequest>();
+  /** Approved requests whose collection is being saved, with why each was closed meanwhile, if it was. */
+  private readonly collecting = new Map<PairingRequest, CloseReason | null>();
   private sweeper: Timer | null = null;
 
   constructor(
@@ -161,23 +164,26 @@ export class PairingBook {
    * revoked by closing; one closed meanwhile that failed to save takes its device along after all.
    */
   private async markCollected(request: PairingRequest, deviceId: string): Promise<void> {
-    this.collecting.add(request);
+    this.collecting.set(request, null);
     try {
       await this.devices.collected(deviceId);
     } catch (error) {
-      if (this.byId.get(request.pairingId) !== request) await this.revoke(deviceId, 'expired');
+      const closedFor = this.collecting.get(request);
+      if (closedFor) await this.revoke(deviceId, closedFor);
       throw error;
     } finally {
       this.collecting.delete(request);
     }
   }
 
-  private async close(request: PairingRequest, reason: 'expired' | 'replaced'): Promise<void> {
+  private async close(request: PairingRequest, reason: CloseReason): Promise<void> {
     this.forget(request);
-    if (request.standing.state === 'approved' && !this.collecting.has(request)) await this.revoke(request.standing.device.id, reason);
+    if (request.standing.state !== 'approved') return;
+    if (this.collecting.has(request)) this.collecting.set(request, reason); // its collection's save decides
+    else await this.revoke(request.standing.device.id, reason);
   }
 
-  private async revoke(deviceId: string, reason: 'expired' | 'replaced'): Promise<void> {
+  private async revoke(deviceId: string, reason: CloseReason): Promise<void> {
     try {
       await this.devices.revoke(deviceId);
       this.log.info('pairing.uncollected_revoked', { device: deviceId, reason });

@@ -37,9 +37,13 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': NO_STORE,
 };
 
-/** `PAGE_HEADERS` for the page's own path (`/pair`, and `/pair/` as the router takes it), none for any other. */
+/**
+ * `PAGE_HEADERS` for a raw request path that names the page (`/pair`, `/pair/`, and spellings such as
+ * `/./pair` whose dot segments resolve to it, as they do before routing), none for any other.
+ */
 export function pageHeadersOf(path: string): Readonly<Record<string, string>> {
-  return path === '/pair' || path === '/pair/' ? PAGE_HEADERS : {};
+  const resolved = URL.parse(path, 'http://localhost')?.pathname;
+  return resolved === '/pair' || resolved === '/pair/' ? PAGE_HEADERS : {};
 }
 
 /** A page to answer with: its status, the page, and headers beyond `PAGE_HEADERS`. */
