@@ -56,7 +56,8 @@ export function readEnvironment(processEnv: Env = process.env, cwd: string = pro
   const dotenvPath = join(cwd, '.env');
   // Read without checking first: a .env that disappears after a check would refuse the start (ENOENT).
   const dotenv = readSettingsFile(dotenvPath, (code) => `${dotenvPath} cannot be read (${code}); fix or remove it`, '');
-  return { ...parseDotenv(dotenv), ...processEnv };
+  // An empty variable counts as unset, here too: it does not hide the .env file's value.
+  return { ...parseDotenv(dotenv), ...Object.fromEntries(Object.entries(processEnv).filter(([, value]) => value !== '')) };
 }
 
 /**
@@ -117,13 +118,33 @@ function parseDotenv(text: string): Env {
   return env;
 }
 
+/** A value as written after `=`: quoted (a comment after the closing quote dropped) or bare (a ` #` comment dropped). */
 function unquote(value: string): string {
   const quote = value[0];
-  if ((quote === '"' || quote === "'") && value.length >= 2 && value.endsWith(quote)) {
-    const inner = value.slice(1, -1);
-    return quote === '"' ? inner.replace(/\\n/g, '\n').replace(/\\(["\\])/g, '$1') : inner;
+  if (quote === '"' || quote === "'") {
+    const end = quotedEnd(value, quote);
+    if (end > 0) {
+      const inner = value.slice(1, end);
+      return quote === '"' ? inner.replace(/\\n/g, '\n').replace(/\\(["\\])/g, '$1') : inner;
+    }
   }
   return value.replace(/\s+#.*$/, '');
+}
+
+/** Where the quoted part of `value` ends, or -1 when the value is not quoted after all. */
+function quotedEnd(value: string, quote: string): number {
+  const close = closingQuote(value, quote);
+  if (close > 0 && /^\s*(#.*)?$/.test(value.slice(close + 1))) return close; // a comment may follow
+  return value.length > 1 && value.endsWith(quote) ? value.length - 1 : -1; // an inner quote left unescaped
+}
+
+/** Where the quote that opens `value` closes: the next one, past escaped characters inside double quotes. */
+function closingQuote(value: string, quote: string): number {
+  for (let i = 1; i < value.length; i++) {
+    if (quote === '"' && value[i] === '\\') i++;
+    else if (value[i] === quote) return i;
+  }
+  return -1;
 }
 
 /** Where the database is: all the command-line tools read, so no server setting can stop them. */
@@ -234,18 +255,23 @@ function plannerConfig(env: Env): PlannerConfig {
   };
 }
 
-/** `PLANNER_TOKENS`: `<installationId>=<token>` pairs, comma-separated. Never echoes a token. */
+/**
+ * `PLANNER_TOKENS`: `<installationId>=<token>` pairs, separated by commas or line breaks (a file given
+ * by `PLANNER_TOKENS_FILE` may hold one a line). Never echoes a token.
+ */
 function plannerTokens(value: string | undefined): Map<string, string> {
   const tokens = new Map<string, string>();
-  for (const [index, pair] of (nonEmpty(value)?.split(',') ?? []).entries()) {
+  const pairs = (nonEmpty(value)?.split(/,|\r?\n/) ?? []).filter((pair) => pair.trim() !== '');
+  for (const [index, pair] of pairs.entries()) {
     const separator = pair.indexOf('=');
     const id = pair.slice(0, Math.max(separator, 0)).trim().toLowerCase();
     const token = pair.slice(separator + 1).trim();
-    if (separator < 0 || !isUuid(id) || token === '') {
+    if (separator < 0 || !isUuid(id) || token === '' || /\s/.test(token)) {
       throw new ConfigError(
-        `PLANNER_TOKENS entry ${index + 1} must be <installationId>=<token> with a UUID and a non-empty token`,
+        `PLANNER_TOKENS entry ${index + 1} must be <installationId>=<token> with a UUID and a token without whitespace`,
       );
     }
+    if (tokens.has(id)) throw new ConfigError(`PLANNER_TOKENS names installation ${id} twice; give each one token`);
     tokens.set(id, token);
   }
   return tokens;

@@ -140,8 +140,22 @@ describe('serveConfig', () => {
       ['0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b', 'tok-b'],
     ]);
     const message = refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: 'not-a-uuid=secret-token' });
-    expect(message).toBe('PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a non-empty token');
+    expect(message).toBe('PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a token without whitespace');
     expect(message).not.toContain('secret-token');
+  });
+
+  test('PLANNER_TOKENS_FILE may hold one pair a line; a token with whitespace inside, or an installation named twice, is refused', () => {
+    const [a, b] = ['5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01', '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b'];
+    const file = join(tempDir(), 'planner-tokens');
+    writeFileSync(file, `${a}=tok-a\r\n${b}=tok-b,\n`);
+    const config = serveConfig(withSecrets({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS_FILE: file }));
+    expect([...config.planner.tokens]).toEqual([[a, 'tok-a'], [b, 'tok-b']]);
+    expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok a` })).toBe(
+      'PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a token without whitespace',
+    );
+    const twice = refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok-a,${a.toUpperCase()}=secret-token` });
+    expect(twice).toBe(`PLANNER_TOKENS names installation ${a} twice; give each one token`);
+    expect(twice).not.toContain('secret-token');
   });
 });
 
@@ -156,6 +170,31 @@ describe('readEnvironment', () => {
     expect(env.INGEST_TOKEN).toBe('from-dotenv-token-0123456789');
     expect(env.PORT).toBe('9001');
     expect(env.HOST).toBe('::1');
+  });
+
+  test('a quoted .env value loses its quotes also when a comment follows it; a # inside the quotes is kept', () => {
+    const dir = tempDir();
+    const lines = [
+      `INGEST_TOKEN="${TOKEN}" # the shared token`,
+      "APPROVAL_PASSWORD='long enough 1'\t# single quotes",
+      'DATABASE_PATH="/srv/ev/live.db"  # the live database',
+      'PLANNER_TOKEN="a \\"b\\" # c" # escaped quotes, then a comment',
+      'PUBLIC_URL="https://ev.example.org"#',
+    ];
+    writeFileSync(join(dir, '.env'), `${lines.join('\n')}\n`);
+    expect(readEnvironment({}, dir)).toEqual({
+      INGEST_TOKEN: TOKEN,
+      APPROVAL_PASSWORD: 'long enough 1',
+      DATABASE_PATH: '/srv/ev/live.db',
+      PLANNER_TOKEN: 'a "b" # c',
+      PUBLIC_URL: 'https://ev.example.org',
+    });
+  });
+
+  test('an empty variable in the environment counts as unset: the .env value stands', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, '.env'), 'DATABASE_PATH=/srv/ev/live.db\n');
+    expect(databasePath(readEnvironment({ DATABASE_PATH: '' }, dir))).toBe('/srv/ev/live.db');
   });
 
   test('no .env in the working directory is read as no settings at all, not as a refusal', () => {
