@@ -3,7 +3,10 @@ import { afterEach, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Config } from '../src/config.ts';
-import { StorageError } from '../src/db/open.ts';
+import { embeddedMigrations } from '../src/db/migrations.macro.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openDatabase, StorageError } from '../src/db/open.ts';
+import { takeServerLock } from '../src/db/server-lock.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
 import { refusedStart, tempDir, testConfig } from './support.ts';
@@ -85,4 +88,36 @@ test('a lock file that cannot be made refuses the start, naming the database and
   expect(refused).toBeInstanceOf(StorageError);
   expect(refused.message).toStartWith(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${config.databasePath}.lock: `);
   expect(refused.message).not.toContain('\n');
+});
+
+test('a command migrates a database only where no server runs: beside an earlier server it refuses and leaves the schema alone', async () => {
+  const path = join(tempDir(), 'ev-ingest.db');
+  const db = openDatabase(path, 'fast');
+  migrate(db, embeddedMigrations().slice(0, -1)); // the schema of the version before this one
+  const applied = () => db.query('SELECT count(*) AS n FROM __drizzle_migrations').get();
+  const devicesList = async () => {
+    const child = Bun.spawn(['bun', join(import.meta.dir, '../src/main.ts'), 'devices', 'list'], {
+      cwd: tempDir(),
+      env: { PATH: process.env.PATH, DATABASE_PATH: path },
+      stderr: 'pipe',
+    });
+    return { code: await child.exited, stderr: await new Response(child.stderr).text() };
+  };
+
+  const earlierServer = takeServerLock(db, path); // held by this process, as a running server holds it
+  expect(await devicesList()).toEqual({
+    code: 1,
+    stderr:
+      `ev-ingest: DATABASE_PATH ${path} is served by an earlier ev-ingest, whose schema this version would change under it; ` +
+      'stop that server and start this version first, or use that version for the command\n',
+  });
+  expect(applied()).toEqual({ n: embeddedMigrations().length - 1 });
+  earlierServer.release();
+
+  expect(await devicesList()).toEqual({ code: 0, stderr: '' }); // no server: it migrates
+  expect(applied()).toEqual({ n: embeddedMigrations().length });
+  const server = takeServerLock(db, path);
+  expect(await devicesList()).toEqual({ code: 0, stderr: '' }); // beside a server of its own version
+  server.release();
+  db.close();
 });

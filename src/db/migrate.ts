@@ -21,3 +21,11 @@ export function migrate(db: Database, migrations: unknown[] = embeddedMigrations
     throw new StorageError(`the database could not be migrated: ${(error as Error).message}`);
   }
 }
+
+/** Whether `migrate` would change this database: a migration newer than the last one it recorded, or none recorded. */
+export function migrationsPending(db: Database, migrations: { folderMillis: number }[] = embeddedMigrations()): boolean {
+  const table = db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  if (table === null) return migrations.length > 0;
+  const last = db.query<{ at: number | null }, []>('SELECT max(created_at) AS at FROM __drizzle_migrations').get()?.at ?? -Infinity;
+  return migrations.some((migration) => migration.folderMillis > last);
+}

@@ -3,7 +3,8 @@
  * planner forwarder over the one outbox and send every sample twice. So the server holds an SQLite
  * write lock on `<database file>.lock` for as long as it runs, and a second server refuses to start.
  * The lock is the kernel's (fcntl), dropped when the process ends however it ends: a crash never leaves
- * a stale one. The command-line tools do not take it, so they keep working beside the server.
+ * a stale one. The command-line tools do not take it, so they keep working beside the server, but to
+ * migrate a database whose schema is older than theirs: the server holding it then is an earlier one.
  */
 import { Database } from 'bun:sqlite';
 import { databaseFile, sqliteCode, StorageError } from './open.ts';
@@ -18,7 +19,7 @@ export interface ServerLock {
  * that every path to one database (a symbolic link, a relative path) meets the same lock. Never open
  * the lock file any other way in this process: closing any descriptor of it drops the lock.
  */
-export function takeServerLock(db: Database, databasePath: string): ServerLock {
+export function takeServerLock(db: Database, databasePath: string, taker: 'server' | 'migrating command' = 'server'): ServerLock {
   const lockPath = `${databaseFile(db)}.lock`;
   let lock: Database | undefined;
   try {
@@ -30,9 +31,16 @@ export function takeServerLock(db: Database, databasePath: string): ServerLock {
     return { release: () => lock!.close() };
   } catch (error) {
     lock?.close();
-    if (sqliteCode(error) === 'SQLITE_BUSY') {
-      throw new StorageError(`DATABASE_PATH ${databasePath} is used by another ev-ingest server; refusing to start a second one`);
-    }
+    if (sqliteCode(error) === 'SQLITE_BUSY') throw new StorageError(busyRefusal(databasePath, taker));
     throw new StorageError(`DATABASE_PATH ${databasePath} cannot be used: its lock file ${lockPath}: ${(error as Error).message}`);
   }
+}
+
+function busyRefusal(databasePath: string, taker: 'server' | 'migrating command'): string {
+  if (taker === 'server') return `DATABASE_PATH ${databasePath} is used by another ev-ingest server; refusing to start a second one`;
+  // A server of the same version would have migrated the database already: the running one is older.
+  return (
+    `DATABASE_PATH ${databasePath} is served by an earlier ev-ingest, whose schema this version would change under it; ` +
+    'stop that server and start this version first, or use that version for the command'
+  );
 }

@@ -2,7 +2,7 @@
 import type { Database } from 'bun:sqlite';
 import type { Config } from '../config.ts';
 import { Committer } from './committer.ts';
-import { migrate } from './migrate.ts';
+import { migrate, migrationsPending } from './migrate.ts';
 import { openDatabase } from './open.ts';
 import { takeServerLock, type ServerLock } from './server-lock.ts';
 
@@ -17,7 +17,7 @@ export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGr
 
 /**
  * Opens the database for the server (`serverLock`: one server per database, see server-lock.ts) or for
- * a command-line tool, which runs beside the server and takes no lock.
+ * a command-line tool, which runs beside the server and takes the lock only to migrate.
  */
 export async function openStorage(options: StorageOptions, { serverLock = false } = {}): Promise<Storage> {
   // The process's first connection to the file, so the one that checks it; the writer's comes after.
@@ -25,9 +25,15 @@ export async function openStorage(options: StorageOptions, { serverLock = false 
   let lock: ServerLock | undefined;
   let committer: Committer;
   try {
-    // Before the migrations: a second server must not change the schema under the one running.
+    // Before the migrations: a second server must not change the schema under the one running, nor
+    // a command (which takes the lock only to migrate) under a server of an earlier version.
     if (serverLock) lock = takeServerLock(db, options.databasePath);
+    else if (migrationsPending(db)) lock = takeServerLock(db, options.databasePath, 'migrating command');
     migrate(db);
+    if (!serverLock) {
+      lock?.release();
+      lock = undefined;
+    }
     committer = await Committer.start({
       path: options.databasePath,
       durability: options.durability,
