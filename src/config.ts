@@ -125,7 +125,8 @@ function unquote(value: string): string {
     const end = quotedEnd(value, quote);
     if (end > 0) {
       const inner = value.slice(1, end);
-      return quote === '"' ? inner.replace(/\\n/g, '\n').replace(/\\(["\\])/g, '$1') : inner;
+      // One pass, so that `\\n` is a backslash and an n, not a backslash and a line break.
+      return quote === '"' ? inner.replace(/\\([n"\\])/g, (_, escaped: string) => (escaped === 'n' ? '\n' : escaped)) : inner;
     }
   }
   return value.replace(/\s+#.*$/, '');
@@ -261,8 +262,8 @@ function plannerConfig(env: Env): PlannerConfig {
  */
 function plannerTokens(value: string | undefined): Map<string, string> {
   const tokens = new Map<string, string>();
-  const pairs = (nonEmpty(value)?.split(/,|\r?\n/) ?? []).filter((pair) => pair.trim() !== '');
-  for (const [index, pair] of pairs.entries()) {
+  for (const [index, pair] of (nonEmpty(value)?.split(/,|\r?\n/) ?? []).entries()) {
+    if (pair.trim() === '') continue; // a blank line, a trailing comma
     const separator = pair.indexOf('=');
     const id = pair.slice(0, Math.max(separator, 0)).trim().toLowerCase();
     const token = pair.slice(separator + 1).trim();

@@ -150,8 +150,8 @@ describe('serveConfig', () => {
     writeFileSync(file, `${a}=tok-a\r\n${b}=tok-b,\n`);
     const config = serveConfig(withSecrets({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS_FILE: file }));
     expect([...config.planner.tokens]).toEqual([[a, 'tok-a'], [b, 'tok-b']]);
-    expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok a` })).toBe(
-      'PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a token without whitespace',
+    expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok-a\n\n${b}=tok b` })).toBe(
+      'PLANNER_TOKENS entry 3 must be <installationId>=<token> with a UUID and a token without whitespace',
     );
     const twice = refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok-a,${a.toUpperCase()}=secret-token` });
     expect(twice).toBe(`PLANNER_TOKENS names installation ${a} twice; give each one token`);
@@ -179,6 +179,7 @@ describe('readEnvironment', () => {
       "APPROVAL_PASSWORD='long enough 1'\t# single quotes",
       'DATABASE_PATH="/srv/ev/live.db"  # the live database',
       'PLANNER_TOKEN="a \\"b\\" # c" # escaped quotes, then a comment',
+      'PLANNER_API_KEY="x\\\\ny\\nz"',
       'PUBLIC_URL="https://ev.example.org"#',
     ];
     writeFileSync(join(dir, '.env'), `${lines.join('\n')}\n`);
@@ -187,6 +188,7 @@ describe('readEnvironment', () => {
       APPROVAL_PASSWORD: 'long enough 1',
       DATABASE_PATH: '/srv/ev/live.db',
       PLANNER_TOKEN: 'a "b" # c',
+      PLANNER_API_KEY: 'x\\ny\nz', // an escaped backslash, then an n; then a line break
       PUBLIC_URL: 'https://ev.example.org',
     });
   });
