@@ -157,7 +157,7 @@ describe('one server per database', () => {
       exited: {
         code: 1,
         stdout: '',
-        stderr: `ev-ingest: DATABASE_PATH ${env.DATABASE_PATH} is used by another ev-ingest server; refusing to start a second one\n`,
+        stderr: `ev-ingest: DATABASE_PATH ${env.DATABASE_PATH} is used by another ev-ingest server (or a command migrating it); refusing to start a second one\n`,
       },
     });
     expect((await put(consumptionChunk({ recordedAt: 1_764_080_000_124 }))).status).toBe(204);

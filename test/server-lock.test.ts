@@ -1,6 +1,6 @@
 /** One server per database, in this process (the compiled binary's processes: test/binary.test.ts). */
 import { afterEach, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Config } from '../src/config.ts';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
@@ -23,7 +23,7 @@ async function started(config: Config): Promise<Running> {
 }
 
 
-const used = (path: string) => `DATABASE_PATH ${path} is used by another ev-ingest server; refusing to start a second one`;
+const used = (path: string) => `DATABASE_PATH ${path} is used by another ev-ingest server (or a command migrating it); refusing to start a second one`;
 
 async function health(server: Running): Promise<number> {
   return (await fetch(new URL('/v1/health', server.url))).status;
@@ -90,10 +90,26 @@ test('a lock file that cannot be made refuses the start, naming the database and
   expect(refused.message).not.toContain('\n');
 });
 
-test('a command migrates a database only where no server runs: beside an earlier server it refuses and leaves the schema alone', async () => {
+// Even root cannot write an immutable file: SQLite then opens it read-only, and its exclusive lock holds nothing.
+test('a lock file the server cannot write refuses the start instead of leaving it without a lock', async () => {
+  const config = testConfig(tempDir());
+  const lockPath = `${config.databasePath}.lock`;
+  writeFileSync(lockPath, '');
+  expect(Bun.spawnSync(['chattr', '+i', lockPath]).exitCode).toBe(0);
+  try {
+    const refused = await refusedStart(config);
+    expect(refused).toBeInstanceOf(StorageError);
+    expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${lockPath}: EPERM: operation not permitted, access '${lockPath}'`);
+  } finally {
+    Bun.spawnSync(['chattr', '-i', lockPath]);
+  }
+});
+
+/** A database of the schema before this version's, and `ev-ingest devices list` run on it in a process of its own. */
+function earlierDatabase() {
   const path = join(tempDir(), 'ev-ingest.db');
   const db = openDatabase(path, 'fast');
-  migrate(db, embeddedMigrations().slice(0, -1)); // the schema of the version before this one
+  migrate(db, embeddedMigrations().slice(0, -1));
   const applied = () => db.query('SELECT count(*) AS n FROM __drizzle_migrations').get();
   const devicesList = async () => {
     const child = Bun.spawn(['bun', join(import.meta.dir, '../src/main.ts'), 'devices', 'list'], {
@@ -103,13 +119,26 @@ test('a command migrates a database only where no server runs: beside an earlier
     });
     return { code: await child.exited, stderr: await new Response(child.stderr).text() };
   };
+  return { path, db, applied, devicesList };
+}
+
+test('a command migrating a database no server ever held makes no lock file: only a server makes it, as its own user', async () => {
+  const { path, db, applied, devicesList } = earlierDatabase();
+  expect(await devicesList()).toEqual({ code: 0, stderr: '' });
+  expect(applied()).toEqual({ n: embeddedMigrations().length });
+  expect(existsSync(`${path}.lock`)).toBe(false);
+  db.close();
+});
+
+test('a command migrates a database only where no server runs: beside an earlier server it refuses and leaves the schema alone', async () => {
+  const { path, db, applied, devicesList } = earlierDatabase();
 
   const earlierServer = takeServerLock(db, path); // held by this process, as a running server holds it
   expect(await devicesList()).toEqual({
     code: 1,
     stderr:
-      `ev-ingest: DATABASE_PATH ${path} is served by an earlier ev-ingest, whose schema this version would change under it; ` +
-      'stop that server and start this version first, or use that version for the command\n',
+      `ev-ingest: DATABASE_PATH ${path} is served by an earlier ev-ingest (or one migrating it now), whose schema this version ` +
+      'would change under it; stop that server and start this version first, or use that version for the command\n',
   });
   expect(applied()).toEqual({ n: embeddedMigrations().length - 1 });
   earlierServer.release();

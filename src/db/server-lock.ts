@@ -7,6 +7,7 @@
  * migrate a database whose schema is older than theirs: the server holding it then is an earlier one.
  */
 import { Database } from 'bun:sqlite';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { databaseFile, sqliteCode, StorageError } from './open.ts';
 
 export interface ServerLock {
@@ -19,11 +20,15 @@ export interface ServerLock {
  * that every path to one database (a symbolic link, a relative path) meets the same lock. Never open
  * the lock file any other way in this process: closing any descriptor of it drops the lock.
  */
-export function takeServerLock(db: Database, databasePath: string, taker: 'server' | 'migrating command' = 'server'): ServerLock {
+export function takeServerLock(db: Database, databasePath: string, taker: Taker = 'server'): ServerLock {
   const lockPath = `${databaseFile(db)}.lock`;
   let lock: Database | undefined;
   try {
+    // Only a server makes the file, as its own user: one made by a command run as root could not be
+    // written by the server, and SQLite would open it read-only, taking no lock at all.
+    if (taker === 'migrating command' && !existsSync(lockPath)) return { release: () => {} }; // no server ran since
     lock = new Database(lockPath, { create: true });
+    accessSync(lockPath, constants.W_OK);
     lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
     lock.run('PRAGMA journal_mode = MEMORY'); // nothing is written: no -journal file beside it
     // Held open until release: the exclusive lock on the (empty) file is taken now and kept.
@@ -36,11 +41,16 @@ export function takeServerLock(db: Database, databasePath: string, taker: 'serve
   }
 }
 
-function busyRefusal(databasePath: string, taker: 'server' | 'migrating command'): string {
-  if (taker === 'server') return `DATABASE_PATH ${databasePath} is used by another ev-ingest server; refusing to start a second one`;
+/** Who takes the lock: a server for as long as it runs, or a command for the time of a migration. */
+type Taker = 'server' | 'migrating command';
+
+function busyRefusal(databasePath: string, taker: Taker): string {
+  if (taker === 'server') {
+    return `DATABASE_PATH ${databasePath} is used by another ev-ingest server (or a command migrating it); refusing to start a second one`;
+  }
   // A server of the same version would have migrated the database already: the running one is older.
   return (
-    `DATABASE_PATH ${databasePath} is served by an earlier ev-ingest, whose schema this version would change under it; ` +
-    'stop that server and start this version first, or use that version for the command'
+    `DATABASE_PATH ${databasePath} is served by an earlier ev-ingest (or one migrating it now), whose schema this version ` +
+    'would change under it; stop that server and start this version first, or use that version for the command'
   );
 }
