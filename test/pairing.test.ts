@@ -505,13 +505,17 @@ describe('approval lockout', () => {
     expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
   });
 
-  test('the device endpoints count towards the lockout', async () => {
+  test('the device endpoints count towards the lockout; a request without a password (any web page can make one) does not', async () => {
     await start();
+    const devices = (token: string | null, headers?: Record<string, string>) => service.request('GET', '/v1/devices', { token, headers });
     for (let i = 0; i < 4; i += 1) {
-      expect(await answer(await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+      expect(await answer(await devices(WRONG_PASSWORD))).toEqual({ status: 401, body: { error: 'unauthorized' } });
     }
-    expect((await service.request('GET', '/v1/devices', { token: null })).status).toBe(401);
-    expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(429);
+    for (let i = 0; i < 10; i += 1) expect((await devices(null)).status).toBe(401);
+    expect((await devices(null, { authorization: 'Basic b3duZXI6cGFzc3dvcmQ=' })).status).toBe(401); // credentials a URL gives a browser
+    expect((await devices(WRONG_PASSWORD)).status).toBe(401); // the fifth wrong password
+    expect((await devices(PASSWORD)).status).toBe(429);
+    expect((await devices(null)).status).toBe(429);
   });
 
   test('a right password resets the count; unknown codes are not counted', async () => {
