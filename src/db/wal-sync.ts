@@ -43,16 +43,19 @@ export class WalSync {
    * `walPath` as SQLite names it (symbolic links resolved); it exists while a connection is open.
    * Its folder is synced once here, as SQLite's FULL does on a new WAL's first sync: a WAL created at
    * this start (the writer's own syncs come only with checkpoints) must not vanish with a power cut.
+   * So is the WAL itself: commits of a process killed before their sync are there for every reader to
+   * see, and nothing answered since may be taken back (the forwarder sends what it reads).
    */
   constructor(
     walPath: string,
     private readonly syncFile: SyncFile = fdatasync,
-    syncFolder: (fd: number) => void = fsyncSync,
+    syncNow: (fd: number) => void = fsyncSync,
   ) {
     try {
-      syncPath(dirname(walPath), syncFolder);
+      syncPath(dirname(walPath), syncNow);
       // r+: some systems (Windows, some network file systems) refuse to flush a file opened read-only.
       this.fd = openSync(walPath, 'r+');
+      syncNow(this.fd);
     } catch (error) {
       throw new StorageError(`cannot open the WAL ${walPath} to sync it: ${(error as Error).message}`);
     }

@@ -242,14 +242,14 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     expect(syncs.calls).toHaveLength(1);
   });
 
-  test("WalSync syncs the WAL's folder once as it opens, so a WAL created at this start survives a power cut", () => {
+  test("WalSync syncs the WAL's folder and the WAL once as it opens: a WAL created at this start, and commits an earlier process left unsynced, survive a power cut", () => {
     const folder = join(dir, 'wal-folder');
     mkdirSync(folder);
     writeFileSync(join(folder, 'ev.db-wal'), '');
     const synced: number[] = [];
     const wal = new WalSync(join(folder, 'ev.db-wal'), heldSyncs().syncFile, (fd) => synced.push(fstatSync(fd).ino));
     wal.close();
-    expect(synced).toEqual([statSync(folder).ino]);
+    expect(synced).toEqual([statSync(folder).ino, statSync(join(folder, 'ev.db-wal')).ino]);
   });
 
   test('durable(): at once when every write is answered, else after a sync that began after the call', async () => {
