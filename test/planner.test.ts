@@ -337,6 +337,62 @@ test('429 and 5xx are tried 5 times, then given up; the backoff doubles to 60 s 
   expect(target.planner.stats.givenUp).toBe(2);
 });
 
+test("the backoff carries over to a car's next upload after its loop ended, until an answer comes", async () => {
+  const fake = planner((_, index) => (index < 10 ? { status: 503 } : {})); // down for ten requests
+  const backoffs: number[] = [];
+  const target = await service(forwarding(fake), { timers: fastTimers(backoffs) });
+  for (const utc of [T0, T0 + 60, T0 + 120, T0 + 180]) {
+    await target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: samplesAt(utc) } });
+    await target.planner.idle(); // this sample's attempts are over before the car uploads the next
+  }
+  // Five attempts each for the first two; the third goes after the longest wait and is taken; the fourth at once.
+  expect(backoffs.map((ms) => ms / 0.75)).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000, 60_000]);
+  expect(states(target, INSTALLATION)).toEqual([
+    [T0, PlannerState.givenUp],
+    [T0 + 60, PlannerState.givenUp],
+    [T0 + 120, PlannerState.sent],
+    [T0 + 180, PlannerState.sent],
+  ]);
+});
+
+describe('a sample sent again while it waits out a backoff', () => {
+  /** The planner fails the first request; the backoff after it lasts until the test releases it, later ones not at all. */
+  async function waitingInBackoff() {
+    const fake = planner((_, index) => (index === 0 ? { status: 503 } : {}));
+    let release: (() => void) | null = null;
+    const timers: PlannerTimers = {
+      ...fastTimers(),
+      backoff: (_ms, wake) => (release === null ? ((release = wake), () => {}) : after(0, wake)),
+    };
+    const target = await service(forwarding(fake), { timers });
+    const post = (body: object) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
+    await post({ samples: [{ utc: T0, soc: 50 }] });
+    await fake.waitFor(1);
+    return { fake, target, post, release: () => release!() };
+  }
+
+  test('with new values is sent with them, once', async () => {
+    const { fake, target, post, release } = await waitingInBackoff();
+    await post({ samples: [{ utc: T0, soc: 77 }] });
+    release();
+    await target.planner.idle();
+    expect(fake.requests.map((request) => request.tlm)).toEqual([
+      { utc: T0, soc: 50 }, // answered 503
+      { utc: T0, soc: 77 },
+    ]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+  });
+
+  test('withdrawn by plannerSentUtc (the car gave it to the planner itself) is not sent again', async () => {
+    const { fake, target, post, release } = await waitingInBackoff();
+    await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }] });
+    release();
+    await target.planner.idle();
+    expect(fake.requests).toHaveLength(1); // the attempt answered 503
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.none]]);
+  });
+});
+
 test('network errors and timeouts are retried and logged by class', async () => {
   const gone = startFakePlanner();
   const deadUrl = gone.url;

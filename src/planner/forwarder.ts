@@ -58,9 +58,15 @@ interface Installation {
   reread: boolean;
   /** The last page was full: more samples wait in the database. */
   more: boolean;
-  /** Delay before the next attempt; kept across samples so a planner that is down is probed less and less. */
+  /**
+   * Delay before the next attempt; kept across samples, and across loops in `backoffs`, so a planner
+   * that is down is probed less and less until it answers.
+   */
   backoffMs: number;
 }
+
+/** What became of a sample's delivery: done (sent or given up), left for shutdown, or to be read again. */
+type Delivered = 'done' | 'abandoned' | 'reread';
 
 interface ForwarderStats {
   sent: number;
@@ -78,6 +84,12 @@ export class PlannerForwarder implements SampleForwarder {
    * `plannerQuietInstallations`): their next batch is queued as it comes, without a read.
    */
   private readonly quiet = new Set<string>();
+  /**
+   * The backoff of installations whose loop ended while the planner was failing (oldest first, at most
+   * `plannerQuietInstallations`): a car that uploads less often than its samples are retried must not
+   * find the planner's outage forgotten, and its every sample given up within seconds.
+   */
+  private readonly backoffs = new Map<string, number>();
   private readonly loops = new Set<Promise<void>>();
   private readonly slots = new Slots(limits.plannerInFlight);
   /** Set at shutdown: no new attempt starts, backoff waits end. */
@@ -178,7 +190,8 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   private startLoop(id: string, token: string): Installation {
-    const installation: Installation = { id, token, queue: [], reread: true, more: false, backoffMs: 0 };
+    const installation: Installation = { id, token, queue: [], reread: true, more: false, backoffMs: this.backoffs.get(id) ?? 0 };
+    this.backoffs.delete(id);
     this.installations.set(id, installation);
     const loop = this.drain(installation)
       .catch((error: Error) => this.options.log.error('planner.failed', { installation: id, reason: error.name }))
@@ -201,14 +214,21 @@ export class PlannerForwarder implements SampleForwarder {
         }
         const sample = installation.queue[0];
         if (!sample) return void (emptied = true);
-        if (!(await this.deliver(installation, sample))) return;
-        installation.queue.shift();
+        const delivered = await this.deliver(installation, sample);
+        if (delivered === 'abandoned') return;
+        if (delivered === 'done') installation.queue.shift();
       }
     } finally {
       // In the same turn as the last emptiness check: a `stored()` from now on starts a new loop, not a dying one.
       this.installations.delete(installation.id);
       if (emptied) this.rememberQuiet(installation.id);
+      if (installation.backoffMs > 0) this.rememberBackoff(installation.id, installation.backoffMs);
     }
+  }
+
+  private rememberBackoff(id: string, ms: number): void {
+    this.backoffs.set(id, ms);
+    if (this.backoffs.size > limits.plannerQuietInstallations) this.backoffs.delete(this.backoffs.keys().next().value!);
   }
 
   private rememberQuiet(id: string): void {
@@ -232,20 +252,24 @@ export class PlannerForwarder implements SampleForwarder {
     installation.reread = false;
   }
 
-  /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
-  private async deliver(installation: Installation, sample: SampleRow): Promise<boolean> {
+  /**
+   * Delivers one sample with retries. A batch that sent waiting samples again during a backoff may have
+   * rewritten or withdrawn this one: the outbox is then read again before the next attempt.
+   */
+  private async deliver(installation: Installation, sample: SampleRow): Promise<Delivered> {
     const body = formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) await this.pause(this.jittered(installation.backoffMs));
+      if (installation.reread && !this.halted) return 'reread';
       const delivery = await this.attempt(body);
       switch (delivery.kind) {
         case 'abandoned':
-          return false;
+          return 'abandoned';
         case 'accepted':
           installation.backoffMs = 0;
           await this.settle(installation, sample, PlannerState.sent);
           this.stats.sent += 1;
-          return true;
+          return 'done';
         case 'rejected':
           installation.backoffMs = 0;
           return this.giveUp(installation, sample, delivery.reason, attempt);
@@ -301,11 +325,11 @@ export class PlannerForwarder implements SampleForwarder {
     });
   }
 
-  private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
+  private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number): Promise<Delivered> {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
     await this.settle(installation, sample, PlannerState.givenUp);
     this.stats.givenUp += 1;
-    return true;
+    return 'done';
   }
 
   /**
