@@ -2,7 +2,8 @@
  * Planner forwarding under load (`bun bench/planner.ts`): the compiled binary on
  * a temporary database, PLANNER_URL at a fast local fake planner. A fleet of 100 forwarded
  * installations each sends one 10-sample batch a second while wrk (32 connections, 10-sample
- * batches, a new installation per request, none forwarded) drives the maximum ingest rate.
+ * batches, new (installation, utc) keys each time over 16 installations a thread, none forwarded)
+ * drives the maximum ingest rate.
  * Rounds alternate forwarding off and on; it reports wrk's rate of each and checks that every
  * sample of the fleet reached the planner exactly once.
  *
@@ -92,7 +93,7 @@ async function round(planner: CountingPlanner, forwarding: boolean, run: number)
   }
 }
 
-/** wrk's requests per second (bench/telemetry.lua: a new (installation, utc) each time, none forwarded). */
+/** wrk's requests per second (bench/telemetry.lua: new (installation, utc) keys each time, none forwarded). */
 async function wrk(server: RunningBinary, run: number): Promise<number> {
   const result = await runWrk(new URL('/v1/telemetry', server.url), {
     connections: CONNECTIONS,

@@ -7,7 +7,7 @@
  * Run: `bun bench/telemetry.ts` (or `bun run bench`, which runs every benchmark).
  *
  * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (rotating runs of each side per
- * batch size, default 2), BENCH_RSS_SAMPLES (samples stored before reading RSS, default 5000000),
+ * batch size, default 3: an odd count has a median run), BENCH_RSS_SAMPLES (samples stored before reading RSS, default 5000000),
  * BENCH_RSS_MAX_SECONDS (time allowed for filling up to that, default 240), DURABILITY (of the
  * service and the durable baseline, default full). Raw figures go to bench/results/telemetry-<time>.json.
  */
@@ -20,6 +20,7 @@ import {
   knob,
   LUA_AUTHORIZATION,
   memoryMiB,
+  median,
   medianRun,
   rotate,
   startBaseline,
@@ -32,7 +33,7 @@ const CONNECTIONS = 32;
 const BATCH_SIZES = [1, 10, 100];
 const FILL_BATCH_SIZE = 100;
 const SECONDS = knob('BENCH_SECONDS', 8);
-const ROUNDS = knob('BENCH_ROUNDS', 2);
+const ROUNDS = knob('BENCH_ROUNDS', 3);
 const RSS_SAMPLES = knob('BENCH_RSS_SAMPLES', 5_000_000);
 const RSS_MAX_SECONDS = knob('BENCH_RSS_MAX_SECONDS', 240);
 const DURABILITY = process.env.DURABILITY ?? 'full';
@@ -57,6 +58,25 @@ async function load(target: string, url: URL, batchSize: number, seconds = SECON
     console.log(`  warning: ${target} ${batchSize}: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
   }
   return result;
+}
+
+/**
+ * A side's figures over the rounds: the median rate, the latencies of its median run, and the service
+ * against it as the median of each round's own ratio (both measured minutes apart at most, while the
+ * machine's speed drifts between rounds).
+ */
+interface SideSummary {
+  rate: number;
+  p50Ms: number;
+  p99Ms: number;
+  ratio: number;
+  roundRatios: number[];
+}
+
+function sideSummary(runs: LoadResult[], service: LoadResult[]): SideSummary {
+  const { p50Ms, p99Ms } = medianRun(runs);
+  const roundRatios = runs.map((run, round) => service[round]!.requestsPerSecond / run.requestsPerSecond);
+  return { rate: median(runs.map((run) => run.requestsPerSecond)), p50Ms, p99Ms, ratio: median(roundRatios), roundRatios };
 }
 
 const fmt = (value: number, digits = 0) =>
@@ -84,18 +104,17 @@ if (import.meta.main) {
       results[batchSize] = { service: ours!, baseline: bare!, durable: durableBare! };
     }
 
-    const summary: Record<number, Record<Side, LoadResult>> = {};
-    console.log('\nbatch  target      batches/s    samples/s   p50 ms   p99 ms   service vs this');
+    const summary: Record<number, Record<Side, SideSummary>> = {};
+    console.log('\nbatch  target      batches/s    samples/s   p50 ms   p99 ms   service vs this (each round)');
     for (const batchSize of BATCH_SIZES) {
-      const runs = { service: medianRun(results[batchSize]!.service), baseline: medianRun(results[batchSize]!.baseline), durable: medianRun(results[batchSize]!.durable) };
-      summary[batchSize] = runs;
+      const runs = results[batchSize]!;
+      summary[batchSize] = Object.fromEntries(SIDES.map((side) => [side, sideSummary(runs[side], runs.service)])) as Record<Side, SideSummary>;
       for (const side of SIDES) {
-        const run = runs[side];
-        const ratio = side === 'service' ? '' : fmt(runs.service.requestsPerSecond / run.requestsPerSecond, 2);
+        const { rate, p50Ms, p99Ms, ratio, roundRatios } = summary[batchSize]![side];
+        const versus = side === 'service' ? '' : `${fmt(ratio, 2)} (${roundRatios.map((value) => fmt(value, 2)).join(', ')})`;
         console.log(
-          `${String(batchSize).padStart(5)}  ${side.padEnd(9)} ${fmt(run.requestsPerSecond).padStart(11)} ` +
-            `${fmt(run.requestsPerSecond * batchSize).padStart(12)} ${fmt(run.p50Ms, 2).padStart(8)} ` +
-            `${fmt(run.p99Ms, 2).padStart(8)}   ${ratio}`,
+          `${String(batchSize).padStart(5)}  ${side.padEnd(9)} ${fmt(rate).padStart(11)} ` +
+            `${fmt(rate * batchSize).padStart(12)} ${fmt(p50Ms, 2).padStart(8)} ${fmt(p99Ms, 2).padStart(8)}   ${versus}`,
         );
       }
     }
