@@ -21,7 +21,7 @@ import type { Logger } from '../log.ts';
 import { PlannerState } from '../telemetry/schema.ts';
 import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
 import type { SampleRow } from '../telemetry/model.ts';
-import { installationsWithPending, pendingSamplesReader, type SettledSample } from './store.ts';
+import { installationsWithPending, pendingSamplesReader, waitingSampleReader, type SettledSample } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
@@ -65,8 +65,6 @@ interface Installation {
   backoffMs: number;
 }
 
-/** What became of a sample's delivery: done (sent or given up), left for shutdown, or to be read again. */
-type Delivered = 'done' | 'abandoned' | 'reread';
 
 interface ForwarderStats {
   sent: number;
@@ -110,10 +108,12 @@ export class PlannerForwarder implements SampleForwarder {
    */
   private readonly unrecorded = new Map<string, Set<number>>();
   private readonly readPending;
+  private readonly readWaiting;
   private readonly timers: PlannerTimers;
 
   constructor(private readonly options: ForwarderOptions) {
     this.readPending = pendingSamplesReader(options.db);
+    this.readWaiting = waitingSampleReader(options.db);
     this.timers = options.timers ?? realTimers;
   }
 
@@ -214,9 +214,8 @@ export class PlannerForwarder implements SampleForwarder {
         }
         const sample = installation.queue[0];
         if (!sample) return void (emptied = true);
-        const delivered = await this.deliver(installation, sample);
-        if (delivered === 'abandoned') return;
-        if (delivered === 'done') installation.queue.shift();
+        if (!(await this.deliver(installation, sample))) return;
+        installation.queue.shift();
       }
     } finally {
       // In the same turn as the last emptiness check: a `stored()` from now on starts a new loop, not a dying one.
@@ -252,24 +251,28 @@ export class PlannerForwarder implements SampleForwarder {
     installation.reread = false;
   }
 
-  /**
-   * Delivers one sample with retries. A batch that sent waiting samples again during a backoff may have
-   * rewritten or withdrawn this one: the outbox is then read again before the next attempt.
-   */
-  private async deliver(installation: Installation, sample: SampleRow): Promise<Delivered> {
-    const body = formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
+  /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
+  private async deliver(installation: Installation, sample: SampleRow): Promise<boolean> {
+    const credentials = { apiKey: this.options.config.apiKey!, token: installation.token };
+    let body = formBody(credentials, sample);
     for (let attempt = 1; ; attempt += 1) {
-      if (installation.backoffMs > 0) await this.pause(this.jittered(installation.backoffMs));
-      if (installation.reread && !this.halted) return 'reread';
+      if (installation.backoffMs > 0) {
+        await this.pause(this.jittered(installation.backoffMs));
+        // A batch sent again during the wait may have rewritten this sample or withdrawn it: send it as it is now.
+        const current = this.readWaiting(installation.id, sample[0] as number);
+        if (current === null) return true;
+        await this.options.committer.durable();
+        body = formBody(credentials, current);
+      }
       const delivery = await this.attempt(body);
       switch (delivery.kind) {
         case 'abandoned':
-          return 'abandoned';
+          return false;
         case 'accepted':
           installation.backoffMs = 0;
           await this.settle(installation, sample, PlannerState.sent);
           this.stats.sent += 1;
-          return 'done';
+          return true;
         case 'rejected':
           installation.backoffMs = 0;
           return this.giveUp(installation, sample, delivery.reason, attempt);
@@ -325,11 +328,11 @@ export class PlannerForwarder implements SampleForwarder {
     });
   }
 
-  private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number): Promise<Delivered> {
+  private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
     await this.settle(installation, sample, PlannerState.givenUp);
     this.stats.givenUp += 1;
-    return 'done';
+    return true;
   }
 
   /**

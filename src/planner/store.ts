@@ -23,6 +23,15 @@ export function pendingSamplesReader(db: Database): (installationId: string, lim
   return (installationId, limit) => query.values(installationId, limit) as SampleRow[];
 }
 
+/** Reads one waiting sample as it is now, or null when it no longer waits (the car withdrew it). */
+export function waitingSampleReader(db: Database): (installationId: string, utc: number) => SampleRow | null {
+  const query = db.query<SampleRow, [string, number]>(
+    `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
+     WHERE installation = ${installationNumber('?')} AND utc = ? AND ${PENDING}`,
+  );
+  return (installationId, utc) => (query.values(installationId, utc)[0] as SampleRow | undefined) ?? null;
+}
+
 /** Installations with samples still waiting: the start-up scan. */
 export function installationsWithPending(db: Database): string[] {
   return db
