@@ -240,6 +240,8 @@ describe('POST /v1/pair/poll', () => {
     ]);
     expect(service.devices.size).toBe(1);
     expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
+    service.devices.reloadIfChanged(); // the watcher's check: the registry already holds the revocation's version
+    expect(service.log.lines.filter((line) => line.includes('devices.reloaded'))).toEqual([]);
     const ownHistory = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: collected.token });
     expect(ownHistory.status).toBe(200); // the collected token still works
     expect(await poll(service, uncollected.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });

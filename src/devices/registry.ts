@@ -115,10 +115,8 @@ export class DeviceRegistry {
     try {
       if (!hasUncollectedDevices(this.db)) return;
       const revoked = await this.committer.write('revokeUncollected', { at: this.now() });
-      for (const id of revoked) {
-        this.remove(id);
-        this.log.info('pairing.uncollected_revoked', { device: id, reason: 'restart' });
-      }
+      this.load(); // read again now, with the version this revocation moved: the watcher need not
+      for (const id of revoked) this.log.info('pairing.uncollected_revoked', { device: id, reason: 'restart' });
     } catch (error) {
       this.log.error('pairing.revoke_failed', { reason: (error as Error).message });
     }
