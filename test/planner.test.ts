@@ -383,6 +383,19 @@ describe('a sample sent again while it waits out a backoff', () => {
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
   });
 
+  test('rewritten during every backoff, it is still given up after its 5 attempts', async () => {
+    const fake = planner(() => ({ status: 503 }));
+    let soc = 50;
+    let target: TestService;
+    const rewrite = () => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc: ++soc }] } });
+    const timers: PlannerTimers = { ...fastTimers(), backoff: (_ms, wake) => (void rewrite().then(wake), () => {}) };
+    target = await service(forwarding(fake), { timers });
+    await target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc }] } });
+    await target.planner.idle();
+    expect(fake.requests.map((request) => request.tlm.soc)).toEqual([50, 51, 52, 53, 54]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
+  });
+
   test('withdrawn by plannerSentUtc (the car gave it to the planner itself) is not sent again', async () => {
     const { fake, target, post, release } = await waitingInBackoff();
     await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }] });
