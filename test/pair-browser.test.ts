@@ -13,6 +13,8 @@ import { PASSWORD } from './pairing-support.ts';
 /** The one browser API used here (the project's types have no DOM). */
 interface BrowserWindow {
   getComputedStyle(element: unknown): { backgroundColor: string };
+  innerWidth: number;
+  document: { documentElement: { scrollWidth: number } };
 }
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -39,6 +41,7 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     expect(started.approvalUrl).toBe(`${running.url.origin}/pair?code=${started.userCode}`);
 
     const page = await browser.newPage();
+    await page.setViewportSize({ width: 390, height: 844 }); // a phone
     const console: string[] = [];
     page.on('console', (message) => console.push(`${message.type()}: ${message.text()}`));
     page.on('pageerror', (error) => console.push(`pageerror: ${error.message}`));
@@ -57,7 +60,8 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     expect(await page.locator('h1').textContent()).toBe('Car approved');
 
     // Typed by hand with a trailing slash, the page's forms still reach the page.
-    const other = await car('/v1/pair/start', { installationId: OTHER_INSTALLATION, name: 'Zoe' });
+    const longName = 'Z'.repeat(64); // the longest name, without a space to wrap at
+    const other = await car('/v1/pair/start', { installationId: OTHER_INSTALLATION, name: longName });
     expect((await page.goto(new URL('/pair/', running.url).href))?.status()).toBe(200);
     await page.fill('#code', other.userCode!);
     await Promise.all([page.waitForURL(/\/pair\/\?code=/), page.click('button[type=submit]')]);
@@ -65,6 +69,13 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     await page.fill('#password', PASSWORD);
     await Promise.all([page.waitForLoadState(), page.click('button[value=deny]')]);
     expect(await page.locator('h1').textContent()).toBe('Car denied');
+    expect(await page.locator('p', { hasText: longName }).count()).toBe(1);
+    // The name wraps: the page never scrolls sideways on the phone's width.
+    const widths = await page.evaluate(() => {
+      const window = globalThis as unknown as BrowserWindow;
+      return { page: window.document.documentElement.scrollWidth, screen: window.innerWidth };
+    });
+    expect(widths.page).toBeLessThanOrEqual(widths.screen);
     expect(console).toEqual([]);
 
     const collected = await car('/v1/pair/poll', { pairingId: started.pairingId! });

@@ -8,6 +8,7 @@ import { approvalUrl } from '../src/pairing/approval-url.ts';
 import { PairingBook } from '../src/pairing/book.ts';
 import { displayUserCode, USER_CODE_ALPHABET } from '../src/pairing/code.ts';
 import { ApprovalLock } from '../src/pairing/lock.ts';
+import { lockedText } from '../src/pairing/page.tsx';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
@@ -505,6 +506,11 @@ describe('approval lockout', () => {
     const started = await startPairing(service, INSTALLATION);
     expect((await decide(service, started.userCode, 'deny', WRONG_PASSWORD)).status).toBe(403);
     expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
+  });
+
+  test("the lockout's wait is told in seconds, one of them singular", () => {
+    expect(lockedText(60)).toBe('Too many wrong passwords (5 in a row). Try again in 60 seconds.');
+    expect(lockedText(1)).toBe('Too many wrong passwords (5 in a row). Try again in 1 second.');
   });
 
   test('the device endpoints count towards the lockout; a request without a password (any web page can make one) does not', async () => {

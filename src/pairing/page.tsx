@@ -12,7 +12,7 @@ import { displayUserCode } from './code.ts';
 const safeStyle = `
 body{font-family:system-ui,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1b1f24;font-size:1.1rem;line-height:1.45}
 main{max-width:32rem;margin:0 auto;background:#fff;border-radius:.75rem;padding:1.25rem;box-shadow:0 1px 4px #0002}
-h1{font-size:1.4rem;margin:0 0 1rem}
+h1{font-size:1.4rem;margin:0 0 1rem}p{overflow-wrap:anywhere}
 dl{margin:0 0 1rem}dt{font-size:.9rem;color:#555}dd{margin:0 0 .6rem;font-weight:600;overflow-wrap:anywhere}
 .code{font-family:ui-monospace,monospace;font-size:1.6rem;letter-spacing:.1em}
 label{display:block;margin:.5rem 0 .25rem}
@@ -163,4 +163,4 @@ export function MessagePage({ title, text }: { title: string; text: string }) {
 }
 
 export const lockedText = (seconds: number) =>
-  `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${seconds} seconds.`;
+  `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
