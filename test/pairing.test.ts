@@ -222,6 +222,9 @@ describe('POST /v1/pair/poll', () => {
     expect(row!.token_hash).toBe(tokenHash(token));
     expect(deviceRows()).toMatchObject([{ awaiting_collection: 0 }]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+    // The owner reloading the page after the collection learns that the car may well be paired.
+    const reloaded = await service.request('GET', `/pair?code=${started.userCode}`, { token: null });
+    expect(await expectPage(reloaded, 404)).toContain('or the car has already collected its token (then it is paired)');
   });
 
   test('a device approved but never collected is revoked at the next start, its request being lost; a collected one stays', async () => {
@@ -384,8 +387,8 @@ describe('the /pair page', () => {
     const approval = await expectPage(await get(`/pair?code=${started.userCode}`), 200);
     expect(approval).toContain(INSTALLATION);
     expect(approval).toContain('<meta name="viewport"');
-    expect(await expectPage(await get('/pair?code=BBBB-BBBB'), 404)).toContain('unknown or has expired');
-    expect(await expectPage(await get('/pair?code=<b>'), 404)).toContain('unknown or has expired');
+    expect(await expectPage(await get('/pair?code=BBBB-BBBB'), 404)).toContain('This code is not open: it has expired, or the car has already collected its token');
+    expect(await expectPage(await get('/pair?code=<b>'), 404)).toContain('That is not a pairing code. Type the 8 letters the car shows');
     await expectPage(await submitForm(service, { code: started.userCode, password: PASSWORD, decision: 'maybe' }), 400);
     await expectPage(await service.request('POST', '/pair', { body: 'x'.repeat(5000), token: null, headers: form }), 400);
     await expectPage(await service.request('POST', '/pair', { body: new Uint8Array([0xff, 0xfe]), token: null, headers: form }), 404);

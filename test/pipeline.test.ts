@@ -277,7 +277,7 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(reply).toEndWith('\r\n\r\n{"status":"ok"}');
     const page = await rawRequest(Number(running.url.port), 'GET /pair?code=BBBB-BBBB HTTP/1.0\r\n\r\n');
     expect(page.reply).toStartWith('HTTP/1.1 404 Not Found\r\n');
-    expect(page.reply).toContain('unknown or has expired');
+    expect(page.reply).toContain('This code is not open');
   });
 
   test('a request with a valid Host on the same server is answered by the app', async () => {

@@ -34,7 +34,15 @@ interface PageContext {
   html(page: JSX.Element): string | Response | Promise<string | Response>;
 }
 
-const UNKNOWN_CODE = 'This code is unknown or has expired. Start pairing again on the car.';
+/** A code no open request has: also one whose car collected its token after an approval (it is paired). */
+const UNKNOWN_CODE =
+  "This code is not open: it has expired, or the car has already collected its token (then it is paired). Check the code on the car's screen, or start pairing again there.";
+
+/** Text that no user code can be: a typo, not a reason to start over. */
+const NOT_A_CODE = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
+
+/** The code page for `code` not being open: why, as far as the page can tell. */
+const closedCode = (code: string | null) => pageAnswer(404, <CodePage notice={code === null ? NOT_A_CODE : UNKNOWN_CODE} />);
 
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
@@ -67,7 +75,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     if (input === null) return pageAnswer(200, <CodePage />);
     const code = parseUserCode(input);
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (!pairing) return closedCode(code);
     const { state } = pairing.standing;
     if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
     if (state === 'approving') return beingApprovedPage();
@@ -84,7 +92,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     if (lockedMeanwhile) return lockedMeanwhile;
     const code = parseUserCode(form.get('code'));
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (!pairing) return closedCode(code);
     // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
     if (lock.check(form.get('password') ?? '') !== 'right') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
