@@ -458,7 +458,11 @@ describe('approval lockout', () => {
   test('five wrong passwords lock every password check for 60 s, the right one included', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
-    for (let i = 0; i < 5; i += 1) expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
+    for (let i = 0; i < 4; i += 1) expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
+    // The fifth says so, with a link back to the car's page (a GET: going back would send the form again).
+    const fifth = await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    expect(fifth).toContain('<h1>Wrong password</h1>');
+    expect(fifth).toContain(`<a href="?code=${started.userCode}">Back to this car</a>`);
     const locked = await decide(service, started.userCode, 'approve');
     expect([locked.status, locked.headers.get('retry-after')]).toEqual([429, '60']);
     // The lock comes first: an unknown code is not even looked at.
@@ -738,7 +742,9 @@ describe('an approval still being saved', () => {
     const post = () => routes.handle(new Request('http://localhost/pair', { method: 'POST', body: form }));
     const deciding = book.decide(request, 'approve');
     expect(await expectPage(await look(), 200)).toContain('<h1>Being approved</h1>');
-    expect(await expectPage(await post(), 200)).toContain('<h1>Being approved</h1>');
+    const posted = await expectPage(await post(), 200);
+    expect(posted).toContain('<h1>Being approved</h1>');
+    expect(posted).toContain(`<a href="?code=${code}">Show the outcome</a>`); // a GET, not the form sent again
     commit();
     expect(await deciding).toBe('approved');
     expect(await expectPage(await look(), 200)).toContain('<h1>Car approved</h1>');

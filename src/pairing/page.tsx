@@ -153,11 +153,18 @@ export function OutcomePage({ outcome, request, before }: { outcome: Outcome; re
   );
 }
 
-/** Any other answer: a title and one line, never a stack trace. */
-export function MessagePage({ title, text }: { title: string; text: string }) {
+/** A link from a message back to a request's page, by its code (relative: the page's own address, behind any prefix). */
+export interface BackLink {
+  code: string;
+  text: string;
+}
+
+/** Any other answer: a title and one line, never a stack trace; perhaps a way back to the request's page. */
+export function MessagePage({ title, text, back }: { title: string; text: string; back?: BackLink }) {
   return (
     <Layout title={title}>
       <p safe>{text}</p>
+      {back === undefined ? '' : <p><a href={`?code=${displayUserCode(back.code)}`} safe>{back.text}</a></p>}
     </Layout>
   );
 }

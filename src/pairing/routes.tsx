@@ -11,7 +11,7 @@ import { badRequest, describeError, HttpError, messages } from '../http/errors.t
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
-import type { PairingBook } from './book.ts';
+import type { PairingBook, PairingRequest } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
 import type { ApprovalLock } from './lock.ts';
 import { parsePoll, parseStart } from './model.ts';
@@ -78,7 +78,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     if (!pairing) return closedCode(code);
     const { state } = pairing.standing;
     if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
-    if (state === 'approving') return beingApprovedPage();
+    if (state === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={state} request={pairing} before />);
   };
 
@@ -98,7 +98,9 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
       log.warn('pair.wrong_password', { installation: pairing.installationId });
       const nowLocked = lock.retryAfterSeconds();
       return nowLocked > 0
-        ? pageAnswer(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} />, { 'Retry-After': String(nowLocked) })
+        ? pageAnswer(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} back={{ code: pairing.userCode, text: 'Back to this car' }} />, {
+            'Retry-After': String(nowLocked),
+          })
         : pageAnswer(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Wrong password. Try again." />);
     }
     const decision = form.get('decision');
@@ -108,7 +110,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
     if (result === 'expired') return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
-    if (result === 'approving') return beingApprovedPage();
+    if (result === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
 
@@ -165,9 +167,10 @@ async function notAllowed(): Promise<PageAnswer> {
   return pageAnswer(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
 }
 
-/** Another approval of this request is being saved: its outcome is not known yet. */
-function beingApprovedPage(): PageAnswer {
-  return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Reload this page in a moment." />);
+/** Another approval of this request is being saved: its outcome is not known yet. A link, not a reload, shows it: reloading a form's answer would send the form again. */
+function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
+  const back = { code: userCode, text: 'Show the outcome' };
+  return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Open the outcome in a moment." back={back} />);
 }
 
 function lockedPage(lock: ApprovalLock): PageAnswer | null {
