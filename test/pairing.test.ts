@@ -533,13 +533,15 @@ describe('approval lockout', () => {
     expect((await devices(null)).status).toBe(429);
   });
 
-  test('a right password resets the count; unknown codes are not counted', async () => {
+  test('a right password resets the count; unknown codes and forms without a password are not counted', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     for (let i = 0; i < 4; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
     expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(200);
     for (let i = 0; i < 4; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
     for (let i = 0; i < 10; i += 1) expect((await decide(service, 'BBBB-BBBB', 'approve', WRONG_PASSWORD)).status).toBe(404);
+    // A form any web page could post: it guesses nothing.
+    for (let i = 0; i < 3; i += 1) expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
     expect((await decide(service, started.userCode, 'deny')).status).toBe(200);
   });
 });

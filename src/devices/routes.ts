@@ -18,13 +18,9 @@ export interface DeviceRouteDeps {
 }
 
 export function deviceRoutes({ devices, lock, log }: DeviceRouteDeps) {
-  /**
-   * During a lockout nothing is checked; otherwise every wrong password counts. A request without one
-   * does not: any web page can make a browser inside the network send those (an `<img>` of the URL).
-   */
+  /** During a lockout nothing is checked; otherwise every wrong password counts (none presented does not). */
   const assertOwner = (request: Request) => {
-    const presented = bearerToken(request.headers.get('authorization'));
-    const password = presented !== null ? lock.check(presented) : lock.retryAfterSeconds() > 0 ? 'locked' : 'wrong';
+    const password = lock.check(bearerToken(request.headers.get('authorization')));
     if (password === 'locked') {
       throw tooManyRequests(messages.tooManyWrongPasswords, { 'Retry-After': String(lock.retryAfterSeconds()) });
     }

@@ -29,10 +29,12 @@ export class ApprovalLock {
   /**
    * Checks a password, counting a wrong one; during a lockout nothing is checked, so requests that
    * were already under way when the lock began cannot go on guessing. Digests are compared so the
-   * time taken does not depend on the candidate.
+   * time taken does not depend on the candidate. None presented (null) is wrong but not counted: it
+   * guesses nothing, and any web page can make a browser send such requests (an `<img>` of the URL).
    */
-  check(candidate: string): PasswordCheck {
+  check(candidate: string | null): PasswordCheck {
     if (this.retryAfterSeconds() > 0) return 'locked';
+    if (candidate === null) return 'wrong';
     if (timingSafeEqual(tokenDigest(candidate), this.digest)) {
       this.wrongInARow = 0;
       return 'right';

@@ -94,7 +94,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return closedCode(code);
     // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
-    if (lock.check(form.get('password') ?? '') !== 'right') {
+    if (lock.check(form.get('password')) !== 'right') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
       const nowLocked = lock.retryAfterSeconds();
       return nowLocked > 0
@@ -109,7 +109,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     }
     const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
-    if (result === 'expired') return pageAnswer(404, <CodePage notice={UNKNOWN_CODE} />);
+    if (result === 'expired') return closedCode(code);
     if (result === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
