@@ -41,6 +41,11 @@ export function after(ms: number, callback: () => void): () => void {
 
 const realTimers: PlannerTimers = { backoff: after, delay: after, random: Math.random };
 
+/** Forgets the oldest installation remembered (insertion order) once more than `plannerQuietInstallations` are. */
+function keepNewest(remembered: Set<string> | Map<string, unknown>): void {
+  if (remembered.size > limits.plannerQuietInstallations) remembered.delete(remembered.keys().next().value!);
+}
+
 export interface ForwarderOptions {
   config: PlannerConfig;
   db: Database;
@@ -64,7 +69,6 @@ interface Installation {
    */
   backoffMs: number;
 }
-
 
 interface ForwarderStats {
   sent: number;
@@ -226,13 +230,11 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   private rememberBackoff(id: string, ms: number): void {
-    this.backoffs.set(id, ms);
-    if (this.backoffs.size > limits.plannerQuietInstallations) this.backoffs.delete(this.backoffs.keys().next().value!);
+    keepNewest(this.backoffs.set(id, ms));
   }
 
   private rememberQuiet(id: string): void {
-    this.quiet.add(id);
-    if (this.quiet.size > limits.plannerQuietInstallations) this.quiet.delete(this.quiet.values().next().value!);
+    keepNewest(this.quiet.add(id));
   }
 
   /** Whether the queue left the outbox (a late or rewritten batch) or its page ran out. */

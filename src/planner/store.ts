@@ -14,21 +14,19 @@ const PENDING = `planner_state = ${PlannerState.pending}`;
 /** Samples are keyed by the installation's number: the SQL finding it from the id in parameter `param`. */
 const installationNumber = (param: string) => `(SELECT id FROM installations WHERE uuid = ${param})`;
 
-/** Reads the oldest waiting samples of one installation, at most `limit`, as rows like the batch's. */
+/** Waiting samples of the installation in parameter 1, as rows like the batch's, narrowed by `rest`. */
+const waitingRows = (rest: string) =>
+  `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples WHERE installation = ${installationNumber('?')} AND ${PENDING} ${rest}`;
+
+/** Reads the oldest waiting samples of one installation, at most `limit`. */
 export function pendingSamplesReader(db: Database): (installationId: string, limit: number) => SampleRow[] {
-  const query = db.query<SampleRow, [string, number]>(
-    `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
-     WHERE installation = ${installationNumber('?')} AND ${PENDING} ORDER BY utc LIMIT ?`,
-  );
+  const query = db.query<SampleRow, [string, number]>(waitingRows('ORDER BY utc LIMIT ?'));
   return (installationId, limit) => query.values(installationId, limit) as SampleRow[];
 }
 
 /** Reads one waiting sample as it is now, or null when it no longer waits (the car withdrew it). */
 export function waitingSampleReader(db: Database): (installationId: string, utc: number) => SampleRow | null {
-  const query = db.query<SampleRow, [string, number]>(
-    `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
-     WHERE installation = ${installationNumber('?')} AND utc = ? AND ${PENDING}`,
-  );
+  const query = db.query<SampleRow, [string, number]>(waitingRows('AND utc = ?'));
   return (installationId, utc) => (query.values(installationId, utc)[0] as SampleRow | undefined) ?? null;
 }
 
