@@ -181,6 +181,7 @@ describe('readEnvironment', () => {
       'PLANNER_TOKEN="a \\"b\\" # c" # escaped quotes, then a comment',
       'PLANNER_API_KEY="x\\\\ny\\nz"',
       'PUBLIC_URL="https://ev.example.org"#',
+      `HOST="a"b"`,
     ];
     writeFileSync(join(dir, '.env'), `${lines.join('\n')}\n`);
     expect(readEnvironment({}, dir)).toEqual({
@@ -190,6 +191,7 @@ describe('readEnvironment', () => {
       PLANNER_TOKEN: 'a "b" # c',
       PLANNER_API_KEY: 'x\\ny\nz', // an escaped backslash, then an n; then a line break
       PUBLIC_URL: 'https://ev.example.org',
+      HOST: 'a"b', // an inner quote left unescaped: the outer pair still encloses the value
     });
   });
 

@@ -396,13 +396,16 @@ describe('a sample sent again while it waits out a backoff', () => {
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
   });
 
-  test('withdrawn by plannerSentUtc (the car gave it to the planner itself) is not sent again', async () => {
+  test('withdrawn by plannerSentUtc (the car gave it to the planner itself) is not sent again; the next one is', async () => {
     const { fake, target, post, release } = await waitingInBackoff();
-    await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }] });
+    await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 51 }] });
     release();
     await target.planner.idle();
-    expect(fake.requests).toHaveLength(1); // the attempt answered 503
-    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.none]]);
+    expect(fake.requests.map((request) => request.tlm.utc)).toEqual([T0, T0 + 1]); // T0's one attempt answered 503
+    expect(states(target, INSTALLATION)).toEqual([
+      [T0, PlannerState.none],
+      [T0 + 1, PlannerState.sent],
+    ]);
   });
 });
 

@@ -7,6 +7,7 @@ import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase, StorageError } from '../src/db/open.ts';
 import { takeServerLock } from '../src/db/server-lock.ts';
+import { openStorage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
 import { refusedStart, tempDir, testConfig } from './support.ts';
@@ -149,4 +150,17 @@ test('a command migrates a database only where no server runs: beside an earlier
   expect(await devicesList()).toEqual({ code: 0, stderr: '' }); // beside a server of its own version
   server.release();
   db.close();
+});
+
+test('a command gives the lock back once it has migrated: a server starts while the command still runs', async () => {
+  const { path, db } = earlierDatabase();
+  takeServerLock(db, path).release(); // a server ran on it before: its lock file is there
+  db.close();
+  const command = await openStorage({ databasePath: path, durability: 'full' }); // migrates under the lock
+  try {
+    const config = testConfig(dirname(path), { databasePath: path });
+    expect(await health(await started(config))).toBe(200);
+  } finally {
+    await command.close();
+  }
 });
