@@ -452,6 +452,27 @@ describe('the /pair page', () => {
     expect(html).not.toContain('<script');
     expect(await (await decide(service, started.userCode, 'approve')).text()).not.toContain('<script');
   });
+
+  test('a code that is not open comes back in the field as typed: trimmed, cut to the field, escaped', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    /** The code field's value attribute as sent, or null when it has none. */
+    const fieldValue = (html: string) => {
+      const field = /<input id="code"[^>]*>/.exec(html)![0];
+      return /\svalue="([^"]*)"/.exec(field)?.[1] ?? null;
+    };
+    const typedBack = async (typed: string) => fieldValue(await expectPage(await service.request('GET', `/pair?code=${encodeURIComponent(typed)}`, { token: null }), 404));
+    expect(fieldValue(await expectPage(await service.request('GET', '/pair', { token: null }), 200))).toBeNull();
+    expect(await typedBack('  bcdf-ghjx ')).toBe('bcdf-ghjx'); // a code no request has
+    expect(await typedBack('BCDF-GHJK-LMNP')).toBe('BCDF-GHJK-LM'); // no code: cut to the field's 12
+    expect(await typedBack('"><b>x</b>&amp;')).toBe('&quot;&gt;&lt;b&gt;x&lt;/b&gt;&amp;a');
+    expect(await typedBack('BCDF-GHJK-X\u{1F697}')).toBe('BCDF-GHJK-X'); // the car emoji's second half would pass 12
+    // Sent with the form: an unknown code, and a code that expired.
+    const posted = await expectPage(await decide(service, 'bcdf ghjx', 'approve'), 404);
+    expect(fieldValue(posted)).toBe('bcdf ghjx');
+    clock += 10 * MINUTE;
+    expect(fieldValue(await expectPage(await decide(service, started.userCode, 'approve'), 404))).toBe(started.userCode);
+  });
 });
 
 describe('approval lockout', () => {

@@ -4,7 +4,7 @@
  * Its only inline style is allowed by hash in the content security policy.
  */
 import { createHash } from 'node:crypto';
-import type { Children } from '@kitajs/html';
+import { escapeHtml, type Children } from '@kitajs/html';
 import { limits } from '../limits.ts';
 import type { PairingRequest } from './book.ts';
 import { displayUserCode } from './code.ts';
@@ -83,8 +83,22 @@ function Notice({ text }: { text: string | undefined }) {
   return text === undefined ? '' : <p class="notice" role="alert" safe>{text}</p>;
 }
 
-/** The form a person types a code into (also the answer for an unknown or expired code). */
-export function CodePage({ notice }: { notice?: string }) {
+/** The code field's `maxlength`: a code's 8 letters with room for a dash and stray spaces. */
+const CODE_FIELD_CHARS = 12;
+
+/**
+ * What a person typed, as the code field holds it: trimmed and cut to its `maxlength` (counted in UTF-16
+ * units, as browsers do), never through the middle of a character.
+ */
+function typedCode(typed: string): string {
+  return typed.trim().slice(0, CODE_FIELD_CHARS).replace(/[\uD800-\uDBFF]$/, '');
+}
+
+/**
+ * The form a person types a code into; as the answer for a code that is not open it holds what was typed,
+ * so a typo is fixed in place (escaped here: the renderer escapes only `"` in attributes, `&amp;` would read `&`).
+ */
+export function CodePage({ notice, typed }: { notice?: string; typed?: string | null }) {
   return (
     <Layout title="Pair a car">
       <Notice text={notice} />
@@ -93,7 +107,8 @@ export function CodePage({ notice }: { notice?: string }) {
       <form method="get">
         <label for="code">Code</label>
         <input id="code" name="code" class="code" required autocomplete="off" autocapitalize="characters"
-          spellcheck="false" placeholder="XXXX-XXXX" maxlength="12" />
+          spellcheck="false" placeholder="XXXX-XXXX" maxlength={CODE_FIELD_CHARS}
+          value={typed == null ? undefined : escapeHtml(typedCode(typed))} />
         <div class="actions">
           <button type="submit" class="neutral">Continue</button>
         </div>

@@ -41,8 +41,9 @@ const UNKNOWN_CODE =
 /** Text that no user code can be: a typo, not a reason to start over. */
 const NOT_A_CODE = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
 
-/** The code page for `code` not being open: why, as far as the page can tell. */
-const closedCode = (code: string | null) => pageAnswer(404, <CodePage notice={code === null ? NOT_A_CODE : UNKNOWN_CODE} />);
+/** The code page for a code that is not open: why, as far as the page can tell, and what was typed, to fix in place. */
+const closedCode = (typed: string | null) =>
+  pageAnswer(404, <CodePage notice={parseUserCode(typed) === null ? NOT_A_CODE : UNKNOWN_CODE} typed={typed} />);
 
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
@@ -75,7 +76,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     if (input === null) return pageAnswer(200, <CodePage />);
     const code = parseUserCode(input);
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return closedCode(code);
+    if (!pairing) return closedCode(input);
     const { state } = pairing.standing;
     if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
     if (state === 'approving') return beingApprovedPage(pairing);
@@ -90,9 +91,10 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     const form = await readForm(request, bodyBounds);
     const lockedMeanwhile = lockedPage(lock);
     if (lockedMeanwhile) return lockedMeanwhile;
-    const code = parseUserCode(form.get('code'));
+    const typed = form.get('code');
+    const code = parseUserCode(typed);
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return closedCode(code);
+    if (!pairing) return closedCode(typed);
     // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
     if (lock.check(form.get('password')) !== 'right') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
@@ -109,7 +111,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     }
     const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
-    if (result === 'expired') return closedCode(code);
+    if (result === 'expired') return closedCode(typed);
     if (result === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
