@@ -8,7 +8,7 @@ import { chromium } from 'playwright-core';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
 import { INSTALLATION, OTHER_INSTALLATION, tempDir, testConfig } from './support.ts';
-import { PASSWORD } from './pairing-support.ts';
+import { PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
 
 /** The one browser API used here (the project's types have no DOM). */
 interface BrowserWindow {
@@ -72,6 +72,10 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     await page.fill('#code', other.userCode!);
     await Promise.all([page.waitForURL(/\/pair\/\?code=/), page.click('button[type=submit]')]);
     expect(await page.locator('dd', { hasText: OTHER_INSTALLATION }).count()).toBe(1);
+    expect(await page.locator('#lockout').textContent()).toBe('5 wrong passwords in a row lock approving for 60 seconds.');
+    await page.fill('#password', WRONG_PASSWORD);
+    await Promise.all([page.waitForLoadState(), page.click('button[value=deny]')]);
+    expect(await page.locator('[role=alert]').textContent()).toBe('Wrong password. 4 tries left before approving locks for 60 seconds.');
     await page.fill('#password', PASSWORD);
     await Promise.all([page.waitForLoadState(), page.click('button[value=deny]')]);
     expect(await page.locator('h1').textContent()).toBe('Car denied');
@@ -83,7 +87,7 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     });
     expect(widths.page).toBeLessThanOrEqual(widths.screen);
     // Chromium reports each page answered with an error status; anything else (a policy violation) fails.
-    expect(console).toEqual(['error: Failed to load resource: the server responded with a status of 404 (Not Found)']);
+    expect(console).toEqual(['404 (Not Found)', '403 (Forbidden)'].map((status) => `error: Failed to load resource: the server responded with a status of ${status}`));
 
     const collected = await car('/v1/pair/poll', { pairingId: started.pairingId! });
     expect(collected).toMatchObject({ status: 'approved', installationId: INSTALLATION });

@@ -498,6 +498,27 @@ describe('approval lockout', () => {
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   });
 
+  test('the page warns of the lockout before any password, and a wrong one tells the tries left, counted server-wide', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const warning = '<p id="lockout" class="hint">5 wrong passwords in a row lock approving for 60 seconds.</p>';
+    /** The page's notice, or null when it has none. */
+    const noticeOf = (html: string) => /<p class="notice" role="alert">([^<]*)<\/p>/.exec(html)?.[1] ?? null;
+    const wrong = async () => expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    const approval = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+    expect([approval.includes(warning), noticeOf(approval)]).toEqual([true, null]);
+    expect(approval).toContain('aria-describedby="lockout"');
+
+    const first = await wrong();
+    expect([first.includes(warning), noticeOf(first)]).toEqual([true, 'Wrong password. 4 tries left before approving locks for 60 seconds.']);
+    for (let i = 0; i < 2; i += 1) expect((await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
+    expect(noticeOf(await wrong())).toBe('Wrong password. 1 try left before approving locks for 60 seconds.'); // the fourth, two of them elsewhere
+    // A right password anywhere starts the count again.
+    expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(200);
+    expect(noticeOf(await wrong())).toBe('Wrong password. 4 tries left before approving locks for 60 seconds.');
+    expect(noticeOf(await wrong())).toBe('Wrong password. 3 tries left before approving locks for 60 seconds.');
+  });
+
   test('forms already arriving when the lock begins are refused too: guessing in parallel gains nothing', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);

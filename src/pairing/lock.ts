@@ -26,6 +26,11 @@ export class ApprovalLock {
     return left > 0 ? Math.ceil(left / 1000) : 0;
   }
 
+  /** Wrong passwords, here or at the device endpoints, that may still come before the next lockout begins. */
+  triesLeft(): number {
+    return limits.lockoutAttempts - this.wrongInARow;
+  }
+
   /**
    * Checks a password, counting a wrong one; during a lockout nothing is checked, so requests that
    * were already under way when the lock began cannot go on guessing. Digests are compared so the

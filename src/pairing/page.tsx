@@ -20,6 +20,7 @@ input{box-sizing:border-box;width:100%;min-height:3rem;font-size:1.2rem;padding:
 .actions{display:flex;gap:.75rem;margin-top:1rem}
 button{flex:1;min-height:3.25rem;font-size:1.2rem;border:0;border-radius:.5rem;padding:.5rem 1rem;color:#fff;background:#1a7f37}
 button.deny{background:#b42318}button.neutral{background:#2f5fb3}
+.hint{font-size:.9rem;color:#555;margin:0 0 .25rem}
 .notice{padding:.75rem;border-radius:.5rem;background:#fff4e5;border:1px solid #f0b35a;margin:0 0 1rem}
 `;
 
@@ -133,14 +134,15 @@ export function ApprovalPage({ request, msLeft, notice }: { request: PairingRequ
         <dt>Installation id</dt>
         <dd safe>{request.installationId}</dd>
         <dt>Expires</dt>
-        <dd safe>{`in about ${minutes} minute${minutes === 1 ? '' : 's'}`}</dd>
+        <dd safe>{`in about ${quantity(minutes, 'minute')}`}</dd>
       </dl>
       <form method="post">
         <input type="hidden" name="code" value={code} />
         {/* Lets password managers file the approval password under a name; the server ignores it. */}
         <input name="username" autocomplete="username" value="ev-ingest approval" hidden readonly />
         <label for="password">Approval password</label>
-        <input id="password" name="password" type="password" required autocomplete="current-password" />
+        <p id="lockout" class="hint" safe>{lockoutWarning}</p>
+        <input id="password" name="password" type="password" required autocomplete="current-password" aria-describedby="lockout" />
         <div class="actions">
           <button type="submit" name="decision" value="approve">Approve</button>
           <button type="submit" name="decision" value="deny" class="deny">Deny</button>
@@ -184,5 +186,17 @@ export function MessagePage({ title, text, back }: { title: string; text: string
   );
 }
 
+/** `1 second`, `2 seconds`: a count with its noun. */
+const quantity = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+
+const lockoutLength = quantity(limits.lockoutMs / 1000, 'second');
+
+/** Shown before any password is typed: the rule, not anyone's tries (wrong passwords count server-wide). */
+const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock approving for ${lockoutLength}.`;
+
+/** The tries left are the server's, the device endpoints' wrong passwords included: what is left, not what "you" have. */
+export const wrongPasswordText = (triesLeft: number) =>
+  `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before approving locks for ${lockoutLength}.`;
+
 export const lockedText = (seconds: number) =>
-  `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
+  `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${quantity(seconds, 'second')}.`;

@@ -15,7 +15,18 @@ import type { PairingBook, PairingRequest } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
 import type { ApprovalLock } from './lock.ts';
 import { parsePoll, parseStart } from './model.ts';
-import { ApprovalPage, CodePage, lockedText, MessagePage, NO_STORE, OutcomePage, PAGE_HEADERS, pageAnswer, type PageAnswer } from './page.tsx';
+import {
+  ApprovalPage,
+  CodePage,
+  lockedText,
+  MessagePage,
+  NO_STORE,
+  OutcomePage,
+  PAGE_HEADERS,
+  pageAnswer,
+  wrongPasswordText,
+  type PageAnswer,
+} from './page.tsx';
 
 export interface PairingDeps {
   book: PairingBook;
@@ -103,7 +114,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
         ? pageAnswer(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} back={{ code: pairing.userCode, text: 'Back to this car' }} />, {
             'Retry-After': String(nowLocked),
           })
-        : pageAnswer(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Wrong password. Try again." />);
+        : pageAnswer(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={wrongPasswordText(lock.triesLeft())} />);
     }
     const decision = form.get('decision');
     if (decision !== 'approve' && decision !== 'deny') {
