@@ -86,8 +86,23 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
       return { page: window.document.documentElement.scrollWidth, screen: window.innerWidth };
     });
     expect(widths.page).toBeLessThanOrEqual(widths.screen);
+
+    // Locked (five wrong passwords at the device endpoints), the approval answers 429 with a link on to the code form.
+    for (let i = 0; i < 5; i += 1) await fetch(new URL('/v1/devices', running.url), { headers: { authorization: `Bearer ${WRONG_PASSWORD}` } });
+    const third = await car('/v1/pair/start', { installationId: OTHER_INSTALLATION });
+    await page.goto(third.approvalUrl!);
+    await page.fill('#password', PASSWORD);
+    const [lockedAnswer] = await Promise.all([page.waitForResponse((response) => response.request().method() === 'POST'), page.click('button[value=approve]')]);
+    expect(lockedAnswer.status()).toBe(429);
+    expect(await page.locator('a').textContent()).toBe('Enter a code'); // waits for the answer: the approval page has no link
+    expect(await page.locator('h1').textContent()).toBe('Locked for now');
+    await Promise.all([page.waitForURL((url) => url.href === new URL('/pair?', running.url).href), page.click('a')]);
+    expect(await page.locator('h1').textContent()).toBe('Pair a car');
+    expect(await page.inputValue('#code')).toBe('');
+
     // Chromium reports each page answered with an error status; anything else (a policy violation) fails.
-    expect(console).toEqual(['404 (Not Found)', '403 (Forbidden)'].map((status) => `error: Failed to load resource: the server responded with a status of ${status}`));
+    const statuses = ['404 (Not Found)', '403 (Forbidden)', '429 (Too Many Requests)'];
+    expect(console).toEqual(statuses.map((status) => `error: Failed to load resource: the server responded with a status of ${status}`));
 
     const collected = await car('/v1/pair/poll', { pairingId: started.pairingId! });
     expect(collected).toMatchObject({ status: 'approved', installationId: INSTALLATION });

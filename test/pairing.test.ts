@@ -485,7 +485,12 @@ describe('approval lockout', () => {
     expect(fifth).toContain('<h1>Wrong password</h1>');
     expect(fifth).toContain(`<a href="?code=${started.userCode}">Back to this car</a>`);
     const locked = await decide(service, started.userCode, 'approve');
-    expect([locked.status, locked.headers.get('retry-after')]).toEqual([429, '60']);
+    expect(locked.headers.get('retry-after')).toBe('60');
+    // Its one link leads on to the code form, relative to the page's address: not the form sent again.
+    const lockedPage = await expectPage(locked, 429);
+    expect(lockedPage).toContain('<h1>Locked for now</h1>');
+    expect(lockedPage.match(/<a\s[^>]*>[^<]*<\/a>/g)).toEqual(['<a href="?">Enter a code</a>']);
+    expect(await expectPage(await service.request('GET', '/pair?', { token: null }), 200)).toContain('<form method="get">');
     // The lock comes first: an unknown code is not even looked at.
     expect((await decide(service, 'BBBB-BBBB', 'approve')).status).toBe(429);
     const devices = await service.request('GET', '/v1/devices', { token: PASSWORD });

@@ -170,18 +170,21 @@ export function OutcomePage({ outcome, request, before }: { outcome: Outcome; re
   );
 }
 
-/** A link from a message back to a request's page, by its code (relative: the page's own address, behind any prefix). */
+/** A link from a message back to the page: a request's page by its code, or without one the code form. */
 export interface BackLink {
-  code: string;
+  code?: string;
   text: string;
 }
 
-/** Any other answer: a title and one line, never a stack trace; perhaps a way back to the request's page. */
+/** Relative to the page's own address, behind any prefix: `?` alone drops the query and keeps the path as typed. */
+const hrefOf = ({ code }: BackLink) => (code === undefined ? '?' : `?code=${displayUserCode(code)}`);
+
+/** Any other answer: a title and one line, never a stack trace; perhaps a way back to the page. */
 export function MessagePage({ title, text, back }: { title: string; text: string; back?: BackLink }) {
   return (
     <Layout title={title}>
       <p safe>{text}</p>
-      {back === undefined ? '' : <p><a href={`?code=${displayUserCode(back.code)}`} safe>{back.text}</a></p>}
+      {back === undefined ? '' : <p><a href={hrefOf(back)} safe>{back.text}</a></p>}
     </Layout>
   );
 }

@@ -186,8 +186,10 @@ function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
   return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Open the outcome in a moment." back={back} />);
 }
 
+/** The lockout's answer. Its link leads to the code form: the form's code is not read before the lock is checked. */
 function lockedPage(lock: ApprovalLock): PageAnswer | null {
   const seconds = lock.retryAfterSeconds();
   if (seconds === 0) return null;
-  return pageAnswer(429, <MessagePage title="Locked for now" text={lockedText(seconds)} />, { 'Retry-After': String(seconds) });
+  const back = { text: 'Enter a code' };
+  return pageAnswer(429, <MessagePage title="Locked for now" text={lockedText(seconds)} back={back} />, { 'Retry-After': String(seconds) });
 }
