@@ -491,6 +491,16 @@ describe('approval lockout', () => {
     expect(lockedPage).toContain('<h1>Locked for now</h1>');
     expect(lockedPage.match(/<a\s[^>]*>[^<]*<\/a>/g)).toEqual(['<a href="?">Enter a code</a>']);
     expect(await expectPage(await service.request('GET', '/pair?', { token: null }), 200)).toContain('<form method="get">');
+    // Sent from the car's page, whose address names the code, it leads back there, without reading the form.
+    const fromCarPage = await service.request('POST', `/pair?code=${started.userCode.toLowerCase()}`, {
+      body: 'code=BBBB-BBBB&password=x&decision=approve',
+      token: null,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect((await expectPage(fromCarPage, 429)).match(/<a\s[^>]*>[^<]*<\/a>/g)).toEqual([`<a href="?code=${started.userCode}">Back to this car</a>`]);
+    // The car's page says it is locked before anyone types the password.
+    const carPage = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+    expect(carPage).toContain('<p class="notice" role="alert">Too many wrong passwords (5 in a row). Try again in 60 seconds.</p>');
     // The lock comes first: an unknown code is not even looked at.
     expect((await decide(service, 'BBBB-BBBB', 'approve')).status).toBe(429);
     const devices = await service.request('GET', '/v1/devices', { token: PASSWORD });
@@ -506,7 +516,7 @@ describe('approval lockout', () => {
   test('the page warns of the lockout before any password, and a wrong one tells the tries left, counted server-wide', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
-    const warning = '<p id="lockout" class="hint">5 wrong passwords in a row lock approving for 60 seconds.</p>';
+    const warning = '<p id="lockout" class="hint">5 wrong passwords in a row lock the approval password for 60 seconds.</p>';
     /** The page's notice, or null when it has none. */
     const noticeOf = (html: string) => /<p class="notice" role="alert">([^<]*)<\/p>/.exec(html)?.[1] ?? null;
     const wrong = async () => expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
@@ -515,13 +525,13 @@ describe('approval lockout', () => {
     expect(approval).toContain('aria-describedby="lockout"');
 
     const first = await wrong();
-    expect([first.includes(warning), noticeOf(first)]).toEqual([true, 'Wrong password. 4 tries left before approving locks for 60 seconds.']);
+    expect([first.includes(warning), noticeOf(first)]).toEqual([true, 'Wrong password. 4 tries left before the approval password locks for 60 seconds.']);
     for (let i = 0; i < 2; i += 1) expect((await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
-    expect(noticeOf(await wrong())).toBe('Wrong password. 1 try left before approving locks for 60 seconds.'); // the fourth, two of them elsewhere
+    expect(noticeOf(await wrong())).toBe('Wrong password. 1 try left before the approval password locks for 60 seconds.'); // the fourth, two of them elsewhere
     // A right password anywhere starts the count again.
     expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(200);
-    expect(noticeOf(await wrong())).toBe('Wrong password. 4 tries left before approving locks for 60 seconds.');
-    expect(noticeOf(await wrong())).toBe('Wrong password. 3 tries left before approving locks for 60 seconds.');
+    expect(noticeOf(await wrong())).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
+    expect(noticeOf(await wrong())).toBe('Wrong password. 3 tries left before the approval password locks for 60 seconds.');
   });
 
   test('forms already arriving when the lock begins are refused too: guessing in parallel gains nothing', async () => {

@@ -195,11 +195,11 @@ const quantity = (count: number, one: string, many = `${one}s`) => `${count} ${c
 const lockoutLength = quantity(limits.lockoutMs / 1000, 'second');
 
 /** Shown before any password is typed: the rule, not anyone's tries (wrong passwords count server-wide). */
-const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock approving for ${lockoutLength}.`;
+const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock the approval password for ${lockoutLength}.`;
 
 /** The tries left are the server's, the device endpoints' wrong passwords included: what is left, not what "you" have. */
 export const wrongPasswordText = (triesLeft: number) =>
-  `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before approving locks for ${lockoutLength}.`;
+  `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before the approval password locks for ${lockoutLength}.`;
 
 export const lockedText = (seconds: number) =>
   `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${quantity(seconds, 'second')}.`;

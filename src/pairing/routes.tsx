@@ -89,7 +89,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     const pairing = code === null ? undefined : book.find(code);
     if (!pairing) return closedCode(input);
     const { state } = pairing.standing;
-    if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} />);
+    if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={lockNotice(lock)} />);
     if (state === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={state} request={pairing} before />);
   };
@@ -97,10 +97,10 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
   // Checked in the contract's order: the lock, the code, the password, then the decision. The lock is
   // checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
-    const locked = lockedPage(lock);
+    const locked = lockedPage(lock, request);
     if (locked) return locked;
     const form = await readForm(request, bodyBounds);
-    const lockedMeanwhile = lockedPage(lock);
+    const lockedMeanwhile = lockedPage(lock, request);
     if (lockedMeanwhile) return lockedMeanwhile;
     const typed = form.get('code');
     const code = parseUserCode(typed);
@@ -186,10 +186,20 @@ function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
   return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Open the outcome in a moment." back={back} />);
 }
 
-/** The lockout's answer. Its link leads to the code form: the form's code is not read before the lock is checked. */
-function lockedPage(lock: ApprovalLock): PageAnswer | null {
+/**
+ * The lockout's answer. Its link leads back to the car's page when the page's own address names the code
+ * (the approval form posts there), else to the code form: the form itself is read only after the lock.
+ */
+function lockedPage(lock: ApprovalLock, request: Request): PageAnswer | null {
   const seconds = lock.retryAfterSeconds();
   if (seconds === 0) return null;
-  const back = { text: 'Enter a code' };
+  const code = parseUserCode(new URL(request.url).searchParams.get('code'));
+  const back = code === null ? { text: 'Enter a code' } : { code, text: 'Back to this car' };
   return pageAnswer(429, <MessagePage title="Locked for now" text={lockedText(seconds)} back={back} />, { 'Retry-After': String(seconds) });
+}
+
+/** Said on the approval page during a lockout, so that nobody types the password only to be refused. */
+function lockNotice(lock: ApprovalLock): string | undefined {
+  const seconds = lock.retryAfterSeconds();
+  return seconds === 0 ? undefined : lockedText(seconds);
 }
