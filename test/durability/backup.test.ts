@@ -7,10 +7,17 @@ import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } fro
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
-/** Starts the CLI with `umask`, which the child inherits. */
-function spawnBackup(databasePath: string, file: string, umask = 0o022) {
+interface BackupOptions {
+  /** The child inherits it. */
+  umask?: number;
+  /** A module Bun runs before the CLI. */
+  preload?: string;
+}
+
+/** Starts `ev-ingest backup FILE` from the source, as a command of its own. */
+function spawnBackup(databasePath: string, file: string, { umask = 0o022, preload }: BackupOptions = {}) {
   const previous = process.umask(umask);
-  const child = Bun.spawn([process.execPath, MAIN, 'backup', file], {
+  const child = Bun.spawn([process.execPath, ...(preload ? ['--preload', preload] : []), MAIN, 'backup', file], {
     env: { PATH: process.env.PATH ?? '', DATABASE_PATH: databasePath },
     stdout: 'pipe',
     stderr: 'pipe',
@@ -28,7 +35,7 @@ async function finished(child: ReturnType<typeof spawnBackup>) {
   return { code, stdout, stderr };
 }
 
-const runBackup = (databasePath: string, file: string, umask?: number) => finished(spawnBackup(databasePath, file, umask));
+const runBackup = (databasePath: string, file: string, options?: BackupOptions) => finished(spawnBackup(databasePath, file, options));
 
 // 1 km each: the history's km counts the chunks.
 const chunk = (recordedAt: number) => consumptionChunk({ recordedAt, day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 } });
@@ -115,7 +122,7 @@ for (const umask of [0o022, 0o277]) {
     const source = join(dir, 'live.db');
     new Database(source).run('CREATE TABLE t (x)');
     const file = join(dir, 'copy.db');
-    expect((await runBackup(source, file, umask)).code).toBe(0);
+    expect((await runBackup(source, file, { umask })).code).toBe(0);
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 }
@@ -128,6 +135,19 @@ test('when the temporary copy cannot even be created, the reason is told, not a 
   const backup = await runBackup(source, join(dir, `${'a'.repeat(245)}.db`));
   expect(backup).toMatchObject({ code: 1, stdout: '' });
   expect(backup.stderr).toMatch(/^ev-ingest: backup failed: ENAMETOOLONG: name too long, open '[^']*\.db\.partial-\d+'\n$/);
+  expect(readdirSync(dir)).toEqual(['live.db']);
+});
+
+test('a copy whose Worker ends without an answer (killed) fails the backup with a message instead of leaving it waiting', async () => {
+  const dir = tempDir('ev-ingest-backup-');
+  const source = join(dir, 'live.db');
+  new Database(source).run('CREATE TABLE t (x)');
+  const child = spawnBackup(source, join(dir, 'copy.db'), { preload: join(import.meta.dir, 'backup-worker-killed.ts') });
+  // A backup left waiting is stopped, so that it fails on its message rather than on the test's timeout.
+  const waitedTooLong = setTimeout(() => child.kill('SIGTERM'), 3000);
+  const backup = await finished(child);
+  clearTimeout(waitedTooLong);
+  expect(backup).toEqual({ code: 1, stdout: '', stderr: 'ev-ingest: backup failed: the copy stopped without an answer\n' });
   expect(readdirSync(dir)).toEqual(['live.db']);
 });
 
