@@ -6,7 +6,8 @@ import { DeviceRegistry } from '../src/devices/registry.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
+import { serve, type Running } from '../src/server.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
 import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
 
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -95,6 +96,35 @@ describe('across restarts', () => {
     expect(again.auth.authenticate(`Bearer ${kept.token}`)).toEqual({ kind: 'device', deviceId: kept.deviceId, installationId: INSTALLATION });
     expect(refused(again, revoked.token)).toBe(true);
     expect((await again.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(404);
+  });
+
+  test("a device an earlier run left awaiting collection is refused from a listening server's first request", async () => {
+    const dir = tempDir();
+    const earlier = await start({ dir });
+    const lost = await earlier.devices.pair(INSTALLATION, 'MG4'); // approved; the car never collected its token
+    await earlier.close();
+
+    // Another connection holds the write lock as the server starts: the start-up's revocation waits for it,
+    // half a second, far longer than a start takes; serve() must not answer before the revocation is written.
+    const holder = openDatabase(earlier.config.databasePath, 'full');
+    holder.run('BEGIN IMMEDIATE');
+    const release = () => holder.inTransaction && holder.run('COMMIT');
+    const log = createMemoryLogger();
+    const starting = serve(testConfig(dir, { approvalPassword: PASSWORD }), log);
+    const releasing = setTimeout(release, 500);
+    let running: Running | undefined;
+    try {
+      running = await starting;
+      const first = await fetch(new URL(`/v1/consumption/history/${INSTALLATION}`, running.url), { headers: { authorization: `Bearer ${lost.token}` } });
+      release();
+      const started = log.lines.find((line) => line.includes(' info started '));
+      expect([first.status, started?.match(/ devices=\d+ /)?.[0]]).toEqual([401, ' devices=0 ']);
+    } finally {
+      clearTimeout(releasing);
+      release();
+      holder.close();
+      await running?.stop();
+    }
   });
 });
 
