@@ -49,12 +49,21 @@ async function service(
 
 type Sample = Record<string, number | string>;
 
-/** Test fixture: stores samples as waiting for the planner, as the telemetry write does. */
-function seedPending(target: TestService, installationId: string, samples: Sample[]): void {
+/** Runs `change` in one transaction on a connection of its own, as another process's would be. */
+function changeDatabase(target: TestService, change: (db: Database) => void): void {
   const db = new Database(target.config.databasePath);
   try {
     db.run('PRAGMA busy_timeout = 5000');
-    db.transaction(() => {
+    db.transaction(change)(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** Test fixture: stores samples of each installation as waiting for the planner, as the telemetry write does. */
+function seedPending(target: TestService, installations: string | string[], samples: Sample[]): void {
+  changeDatabase(target, (db) => {
+    for (const installationId of [installations].flat()) {
       db.query('INSERT INTO installations (uuid) VALUES (?) ON CONFLICT (uuid) DO NOTHING').run(installationId);
       const { id } = db.query<{ id: number }, [string]>('SELECT id FROM installations WHERE uuid = ?').get(installationId)!;
       for (const sample of samples) {
@@ -65,10 +74,13 @@ function seedPending(target: TestService, installationId: string, samples: Sampl
           ...Object.values(sample),
         );
       }
-    })();
-  } finally {
-    db.close();
-  }
+    }
+  });
+}
+
+/** Test fixture: withdraws every waiting sample, as a batch whose plannerSentUtc covers them does. */
+function withdrawPending(target: TestService): void {
+  changeDatabase(target, (db) => db.run(`UPDATE samples SET planner_state = ${PlannerState.none} WHERE planner_state = ${PlannerState.pending}`));
 }
 
 async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -354,6 +366,46 @@ test("the backoff carries over to a car's next upload after its loop ended, unti
     [T0 + 180, PlannerState.sent],
   ]);
 });
+
+test('backoffs are remembered for up to the limit of installations: the oldest forgotten sends its next sample at once, the newest waits', async () => {
+  const fake = planner(() => ({ status: 503 }));
+  const backoffs: number[] = [];
+  const held: (() => void)[] = [];
+  let hold = true;
+  const timers: PlannerTimers = {
+    ...fastTimers(),
+    backoff: (ms, wake) => (backoffs.push(ms), hold ? (held.push(wake), () => {}) : after(0, wake)),
+  };
+  const target = await service(forwarding(fake), { timers });
+  /** Each installation's sample is answered 503, then withdrawn during the backoff: its loop ends with the backoff remembered. */
+  const endInBackoff = async (ids: string[]) => {
+    seedPending(target, ids, samplesAt(T0));
+    for (const id of ids) target.planner.recheck(id);
+    await waitUntil(() => held.length === ids.length, 30_000);
+    withdrawPending(target);
+    for (const wake of held.splice(0)) wake();
+    await target.planner.idle();
+  };
+  const ids = Array.from({ length: limits.plannerQuietInstallations + 1 }, (_, n) => installationNumbered(n));
+  const [oldest, second, newest] = [ids[0]!, ids[1]!, ids.at(-1)!];
+  await endInBackoff([oldest]);
+  await endInBackoff([second]); // the oldest kept once the limit is reached
+  await endInBackoff(ids.slice(2, -1));
+  await endInBackoff([newest]);
+  expect(fake.requests).toHaveLength(ids.length);
+
+  fake.reply = () => ({});
+  hold = false;
+  /** The backoffs waited out before the installation's next sample was taken. */
+  const backoffsBefore = async (id: string) => {
+    const from = backoffs.length;
+    await forward(target, id, samplesAt(T0 + 1));
+    return backoffs.slice(from);
+  };
+  // 750: the first backoff, 1 s, jittered with random() = 0.5.
+  expect([await backoffsBefore(oldest), await backoffsBefore(second), await backoffsBefore(newest)]).toEqual([[], [750], [750]]);
+  expect(fake.utcsOf(TOKEN).slice(-3)).toEqual([T0 + 1, T0 + 1, T0 + 1]);
+}, 60_000);
 
 describe('a sample sent again while it waits out a backoff', () => {
   /** The planner fails the first request; the backoff after it lasts until the test releases it, later ones not at all. */
