@@ -6,6 +6,7 @@ import { createApp, type AppOptions, type Service } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import type { DayValues } from '../src/consumption/totals.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
+import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { closeService, serve } from '../src/server.ts';
 
@@ -88,13 +89,19 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
+export interface TestServiceOptions extends Pick<AppOptions, 'now' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> {
+  dir?: string;
+  /** How the WAL is synced with FULL durability (see heldSyncs). */
+  syncFile?: SyncFile;
+}
+
 export async function startTestService(
   overrides: Partial<Config> = {},
-  { dir: givenDir, ...appOptions }: Pick<AppOptions, 'now' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> & { dir?: string } = {},
+  { dir: givenDir, syncFile, ...appOptions }: TestServiceOptions = {},
 ): Promise<TestService> {
   const dir = givenDir ?? tempDir();
   const config = testConfig(dir, overrides);
-  const storage = await openStorage(config);
+  const storage = await openStorage({ ...config, syncFile });
   const log = createMemoryLogger();
   const service = await withStorage(storage, () => createApp({ config, storage, log, ...appOptions }));
   await service.ready;
@@ -114,6 +121,25 @@ export async function startTestService(
     },
   };
 }
+
+/** A WAL sync the test finishes by hand; records the file of each call. */
+export function heldSyncs() {
+  const calls: { fd: number; finished: boolean; finish(error?: Error): void }[] = [];
+  let released = false;
+  const syncFile: SyncFile = (fd, done) => {
+    const call = { fd, finished: false, finish: (error?: Error) => ((call.finished = true), done(error ?? null)) };
+    calls.push(call);
+    if (released) call.finish();
+  };
+  /** Finishes what is still held, and every later sync at once, so that a failed test still stops. */
+  const release = () => {
+    released = true;
+    calls.filter((call) => !call.finished).forEach((call) => call.finish());
+  };
+  return { calls, syncFile, release };
+}
+
+export type HeldSyncs = ReturnType<typeof heldSyncs>;
 
 export function buildRequest(method: string, path: string, options: RequestOptions = {}): Request {
   const headers: Record<string, string> = { ...options.headers };

@@ -1,7 +1,7 @@
 /** The database as the service uses it: a read connection on this thread, writes through the writer. */
 import type { Database } from 'bun:sqlite';
 import type { Config } from '../config.ts';
-import { Committer } from './committer.ts';
+import { Committer, type CommitterOptions } from './committer.ts';
 import { migrate, migrationsPending } from './migrate.ts';
 import { openDatabase } from './open.ts';
 import { takeServerLock, type ServerLock } from './server-lock.ts';
@@ -13,7 +13,8 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'>;
+/** `syncFile`: the committer's fault seam, for tests that hold the WAL's sync under a whole service; the server never sets it. */
+export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'> & Pick<CommitterOptions, 'syncFile'>;
 
 /**
  * Opens the database for the server (`serverLock`: one server per database, see server-lock.ts) or for
@@ -38,6 +39,7 @@ export async function openStorage(options: StorageOptions, { serverLock = false 
       path: options.databasePath,
       durability: options.durability,
       maxGroupWrites: options.maxGroupWrites,
+      syncFile: options.syncFile,
     });
   } catch (error) {
     db.close();

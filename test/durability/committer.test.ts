@@ -12,7 +12,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { openStorage } from '../../src/db/storage.ts';
 import { WalSync, type SyncFile } from '../../src/db/wal-sync.ts';
-import { tempDir, INSTALLATION } from '../support.ts';
+import { heldSyncs, tempDir, INSTALLATION, type HeldSyncs } from '../support.ts';
 
 const dir = tempDir('ev-ingest-committer-');
 
@@ -66,23 +66,6 @@ describe('the writer connection', () => {
   });
 });
 
-/** A WAL sync the test finishes by hand; records the file of each call. */
-function heldSyncs() {
-  const calls: { fd: number; finished: boolean; finish(error?: Error): void }[] = [];
-  let released = false;
-  const syncFile: SyncFile = (fd, done) => {
-    const call = { fd, finished: false, finish: (error?: Error) => ((call.finished = true), done(error ?? null)) };
-    calls.push(call);
-    if (released) call.finish();
-  };
-  /** Finishes what is still held, and every later sync at once, so that a failed test still stops. */
-  const release = () => {
-    released = true;
-    calls.filter((call) => !call.finished).forEach((call) => call.finish());
-  };
-  return { calls, syncFile, release };
-}
-
 /** Waits (polling, a few ms at a time) until `condition` holds. */
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await Bun.sleep(2);
@@ -110,8 +93,6 @@ async function committerWith(name: string, options: Partial<CommitterOptions> = 
   };
   return { path, committer, stop };
 }
-
-type HeldSyncs = ReturnType<typeof heldSyncs>;
 
 /** Runs `test` on a committer whose WAL syncs the test finishes by hand; stops it whatever happens. */
 async function withHeldSyncs(
