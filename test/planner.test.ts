@@ -1,12 +1,23 @@
 import { Database } from 'bun:sqlite';
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Config, PlannerConfig } from '../src/config.ts';
+import type { SyncFile } from '../src/db/wal-sync.ts';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { EndlessBody, PLANNER_ERROR_BODY, startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
 import { compiledBinary, ownerRequest, startBinary } from './binary.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
+import {
+  answer,
+  heldSyncs,
+  INSTALLATION,
+  installationNumbered,
+  OTHER_INSTALLATION,
+  OWNER_TOKEN,
+  startTestService,
+  tempDir,
+  type TestService,
+} from './support.ts';
 
 const KEY = 'planner-api-key-secret-0001';
 const TOKEN = 'planner-user-token-secret-0002';
@@ -40,9 +51,9 @@ function forwarding(fake: FakePlanner, overrides: Partial<PlannerConfig> = {}): 
 
 async function service(
   config: Partial<Config>,
-  options: { dir?: string; timers?: PlannerTimers } = {},
+  options: { dir?: string; timers?: PlannerTimers; syncFile?: SyncFile } = {},
 ): Promise<TestService> {
-  const started = await startTestService(config, { dir: options.dir, plannerTimers: options.timers ?? fastTimers() });
+  const started = await startTestService(config, { dir: options.dir, syncFile: options.syncFile, plannerTimers: options.timers ?? fastTimers() });
   cleanups.push(() => started.close());
   return started;
 }
@@ -427,6 +438,33 @@ describe('a sample sent again while it waits out a backoff', () => {
     const { fake, target, post, release } = await waitingInBackoff();
     await post({ samples: [{ utc: T0, soc: 77 }] });
     release();
+    await target.planner.idle();
+    expect(fake.requests.map((request) => request.tlm)).toEqual([
+      { utc: T0, soc: 50 }, // answered 503
+      { utc: T0, soc: 77 },
+    ]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+  });
+
+  test('with new values is sent with them only once their commit is on disk', async () => {
+    const fake = planner((_, index) => (index === 0 ? { status: 503 } : {}));
+    const backoffs: (() => void)[] = [];
+    const timers: PlannerTimers = { ...fastTimers(), backoff: (_ms, wake) => (backoffs.push(wake), () => {}) };
+    const syncs = heldSyncs();
+    const target = await service(forwarding(fake), { timers, syncFile: syncs.syncFile });
+    cleanups.push(syncs.release); // before the service closes: its close waits for held syncs
+    const post = (soc: number) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc }] } });
+    const first = post(50);
+    await waitUntil(() => syncs.calls.length === 1);
+    syncs.calls[0]!.finish();
+    expect((await first).status).toBe(200);
+    await waitUntil(() => backoffs.length === 1); // answered 503: the sample waits out its backoff
+    const rewriting = post(77);
+    await waitUntil(() => syncs.calls.length === 2); // committed, so read after the backoff, but its sync is held
+    backoffs[0]!();
+    expect(await fake.waitFor(2, 200).then(() => 'sent', () => 'held back')).toBe('held back');
+    syncs.release();
+    expect((await rewriting).status).toBe(200);
     await target.planner.idle();
     expect(fake.requests.map((request) => request.tlm)).toEqual([
       { utc: T0, soc: 50 }, // answered 503
