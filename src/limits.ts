@@ -79,7 +79,10 @@ export const limits = {
   shutdownGraceMs: 10_000,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */
   plannerQueueSamples: 1000,
-  /** Installations remembered with an empty outbox, so their next batch is queued without reading it back. */
+  /**
+   * Installations the planner forwarder remembers beyond those with waiting samples, the most recent kept:
+   * with an empty outbox (their next batch is queued without reading it back), and with a backoff to resume.
+   */
   plannerQuietInstallations: 10_000,
   /** Requests to the planner at once, over all installations. */
   plannerInFlight: 8,

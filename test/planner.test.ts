@@ -430,7 +430,7 @@ describe('a sample sent again while it waits out a backoff', () => {
     const target = await service(forwarding(fake), { timers });
     const post = (body: object) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
     await post({ samples: [{ utc: T0, soc: 50 }] });
-    await fake.waitFor(1);
+    await waitUntil(() => release !== null); // the 503 arrived and its backoff began, not only the request
     return { fake, target, post, release: () => release!() };
   }
 
