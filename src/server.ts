@@ -127,10 +127,13 @@ export function listen(
       };
       // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
       const failed = (error: unknown) => answeredHere(internalError(log, request, error));
+      const hostRefused = () => answeredHere(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
       try {
+        // RFC 9112 §3.2: more than one Host line is a 400; Bun joins them with a comma, which no host holds.
+        if (request.headers.get('host')?.includes(',')) return hostRefused();
         if (!URL.canParse(request.url)) {
           // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
-          if (request.headers.has('host')) return answeredHere(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
+          if (request.headers.has('host')) return hostRefused();
           // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
           request = new Request(new URL(request.url, server.url).href, request);
         }

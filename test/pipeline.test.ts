@@ -271,6 +271,14 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(await sendWithHost('GET', '/pair', host)).toEqual(refused);
   });
 
+  // RFC 9112 §3.2; Bun would route by the first and show the app both, joined by a comma.
+  test.each([
+    ['different', 'a\r\nHost: b'],
+    ['alike', 'localhost\r\nHost: localhost'],
+  ])('two Host lines, %s, are 400 too', async (_, hosts) => {
+    expect(await sendWithHost('GET', '/v1/health', hosts)).toEqual(refused);
+  });
+
   test('an HTTP/1.0 request without a Host (a health check) is answered by the app, as at the listening address', async () => {
     const { reply } = await rawRequest(Number(running.url.port), 'GET /v1/health HTTP/1.0\r\n\r\n');
     expect(reply).toStartWith('HTTP/1.1 200 OK\r\n');
