@@ -80,8 +80,9 @@ export const limits = {
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */
   plannerQueueSamples: 1000,
   /**
-   * Installations the planner forwarder remembers beyond those with waiting samples, the most recent kept:
-   * with an empty outbox (their next batch is queued without reading it back), and with a backoff to resume.
+   * Installations the planner forwarder remembers beyond those with waiting samples, the most recent kept,
+   * at most this many of each kind: with an empty outbox (their next batch is queued without reading it
+   * back), and with a backoff to resume.
    */
   plannerQuietInstallations: 10_000,
   /** Requests to the planner at once, over all installations. */

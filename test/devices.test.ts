@@ -6,7 +6,7 @@ import { DeviceRegistry } from '../src/devices/registry.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { serve, type Running } from '../src/server.ts';
+import { serve } from '../src/server.ts';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
 import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
 
@@ -105,25 +105,23 @@ describe('across restarts', () => {
     await earlier.close();
 
     // Another connection holds the write lock as the server starts: the start-up's revocation waits for it,
-    // half a second, far longer than a start takes; serve() must not answer before the revocation is written.
+    // and serve() must wait for the revocation, a second here, far longer than a start takes.
     const holder = openDatabase(earlier.config.databasePath, 'full');
     holder.run('BEGIN IMMEDIATE');
     const release = () => holder.inTransaction && holder.run('COMMIT');
     const log = createMemoryLogger();
     const starting = serve(testConfig(dir, { approvalPassword: PASSWORD }), log);
-    const releasing = setTimeout(release, 500);
-    let running: Running | undefined;
     try {
-      running = await starting;
-      const first = await fetch(new URL(`/v1/consumption/history/${INSTALLATION}`, running.url), { headers: { authorization: `Bearer ${lost.token}` } });
+      expect(await Promise.race([starting.then(() => 'listening'), Bun.sleep(1000).then(() => 'starting')])).toBe('starting');
       release();
+      const running = await starting;
+      const first = await fetch(new URL(`/v1/consumption/history/${INSTALLATION}`, running.url), { headers: { authorization: `Bearer ${lost.token}` } });
       const started = log.lines.find((line) => line.includes(' info started '));
       expect([first.status, started?.match(/ devices=\d+ /)?.[0]]).toEqual([401, ' devices=0 ']);
     } finally {
-      clearTimeout(releasing);
       release();
       holder.close();
-      await running?.stop();
+      await (await starting.catch(() => null))?.stop(); // listening even when an expectation failed
     }
   });
 });

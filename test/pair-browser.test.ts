@@ -87,7 +87,7 @@ test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a
     });
     expect(widths.page).toBeLessThanOrEqual(widths.screen);
 
-    // Locked (five wrong passwords at the device endpoints), the approval answers 429 with a link on to the code form.
+    // Locked (five wrong passwords at the device endpoints), the approval answers 429 with a link back to the car's page.
     for (let i = 0; i < 5; i += 1) await fetch(new URL('/v1/devices', running.url), { headers: { authorization: `Bearer ${WRONG_PASSWORD}` } });
     const third = await car('/v1/pair/start', { installationId: OTHER_INSTALLATION });
     await page.goto(third.approvalUrl!);

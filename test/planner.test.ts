@@ -1,5 +1,5 @@
 import { Database } from 'bun:sqlite';
-import { afterEach, describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, spyOn, test } from 'bun:test';
 import type { Config, PlannerConfig } from '../src/config.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { limits } from '../src/limits.ts';
@@ -461,8 +461,12 @@ describe('a sample sent again while it waits out a backoff', () => {
     await waitUntil(() => backoffs.length === 1); // answered 503: the sample waits out its backoff
     const rewriting = post(77);
     await waitUntil(() => syncs.calls.length === 2); // committed, so read after the backoff, but its sync is held
+    const durable = spyOn(target.storage.committer, 'durable');
     backoffs[0]!();
-    expect(await fake.waitFor(2, 200).then(() => 'sent', () => 'held back')).toBe('held back');
+    // The sample read again, the forwarder waits for that commit's sync; nothing has gone out meanwhile.
+    await waitUntil(() => durable.mock.calls.length === 1);
+    await Bun.sleep(20);
+    expect(fake.requests.length).toBe(1);
     syncs.release();
     expect((await rewriting).status).toBe(200);
     await target.planner.idle();
