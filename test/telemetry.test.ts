@@ -279,6 +279,13 @@ describe('dropping values', () => {
       1,
     ],
     ['a lat of the wrong type, not quoted', [{ utc: UTC, lat: '41.01', lon: 28.97, speed: 5 }], ['samples[0].lat: value is not a number', 'samples[0].lon: unusable without lat'], 1],
+    [
+      'a location inside another value, its coordinates not quoted',
+      [{ utc: UTC, soc: { lat: 41.0123, lon: 28.97, at: 1 }, speed: 5 }],
+      ['samples[0].soc: {"lat":…,"lon":…,"at":1} is not a number'],
+      1,
+    ],
+    ['text with a lone surrogate, which would be stored changed', [{ utc: UTC, car_model: '\ud800x', speed: 5 }], ['samples[0].car_model: "\\ud800x" is not well-formed text'], 1],
     ['a sample that is not an object', [{}, {}, {}, {}, {}, {}, {}, 42].map(fill), ['samples[7]: not an object'], 7],
     ['a null or array sample', [null, [UTC]], ['samples[0]: not an object', 'samples[1]: not an object'], 0],
     ['a sample without utc', [{ soc: 50 }], ['samples[0]: utc is missing'], 0],
@@ -432,7 +439,7 @@ describe('refusing a batch', () => {
     ['plannerSentUtc negative', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: -1 }, 'plannerSentUtc must be a non-negative integer'],
     ['plannerSentUtc not whole', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 1.5 }, 'plannerSentUtc must be a non-negative integer'],
     ['plannerSentUtc a string', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: '5' }, 'plannerSentUtc must be a non-negative integer'],
-    ['plannerSentUtc beyond 2^53', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 }, 'plannerSentUtc must be a non-negative integer'],
+    ['plannerSentUtc beyond 64 bits', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 }, 'plannerSentUtc must be a non-negative integer'],
   ];
 
   test.each(cases)('%s is 400 naming the field, nothing stored', async (_name, fields, error) => {
@@ -440,6 +447,13 @@ describe('refusing a batch', () => {
     const body = { installationId, ...fields };
     expect(await post(body)).toEqual({ status: 400, body: { error } });
     expect(countSamples(service, installationId)).toBe(0);
+  });
+
+  test("plannerSentUtc up to a 64-bit integer's largest (a Kotlin Long.MAX_VALUE, 'all sent') is accepted", async () => {
+    const installationId = freshInstallation();
+    const text = `{"installationId":"${installationId}","plannerSentUtc":9223372036854775807,"samples":[{"utc":${UTC},"soc":1}]}`;
+    const response = await service.request('POST', '/v1/telemetry', { body: text, headers: { 'content-type': 'application/json' } });
+    expect([response.status, countSamples(service, installationId)]).toEqual([200, 1]);
   });
 
   test('plannerSentUtc null is absent', async () => {

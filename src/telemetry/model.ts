@@ -21,6 +21,19 @@ export interface Batch {
   dropped: string[];
 }
 
+/**
+ * The seed's 64-bit integer: a Kotlin `Long.MAX_VALUE` ("all sent") parses to 2^63. Past 2^53 the value is
+ * no longer exact, which no comparison with a `utc` (at most now + 300 s) can notice.
+ */
+const PLANNER_SENT_UTC_MAX = 2 ** 63;
+
+/** Fields whose values are locations: never quoted, not even inside another field's value. */
+const LOCATION_KEYS = new Set<string>(sampleFieldNames.filter((name) => isLocation(sampleFields[name])));
+
+function isLocation(field: SampleField): boolean {
+  return field.kind === 'number' && field.pairedWith !== undefined;
+}
+
 /** The row position of each field: 0 is `utc`. */
 const fieldColumns = new Map<string, { column: number; field: SampleField }>(
   sampleFieldNames.map((name, index) => [name, { column: index + 1, field: sampleFields[name] }]),
@@ -31,7 +44,7 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
   const installationId = uuid(body.installationId, 'installationId');
   const samples = array(body.samples, 'samples', Number.POSITIVE_INFINITY); // the body cap bounds it
   const plannerSentUtc = body.plannerSentUtc ?? 0;
-  if (!Number.isSafeInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) {
+  if (!Number.isInteger(plannerSentUtc) || (plannerSentUtc as number) < 0 || (plannerSentUtc as number) > PLANNER_SENT_UTC_MAX) {
     invalid('plannerSentUtc', 'must be a non-negative integer');
   }
 
@@ -138,6 +151,8 @@ function storedValue(field: SampleField, value: unknown): number | string | Unus
       return new Unusable(`${quote(value)} is not 0, 1, true or false`);
     case 'text': {
       if (typeof value !== 'string') return new Unusable(`${quote(value)} is not a string`);
+      // A lone surrogate (`"\ud800"`) would be stored as U+FFFD: not what the car sent.
+      if (!value.isWellFormed()) return new Unusable(`${quote(value)} is not well-formed text`);
       const chars = value.length <= field.maxChars ? value.length : [...value].length;
       if (chars < field.minChars || chars > field.maxChars) {
         return new Unusable(`${quote(value)} is not ${field.minChars}..${field.maxChars} characters long`);
@@ -193,7 +208,8 @@ function jsonStart(value: unknown, max: number): string {
         if (!first) json += ',';
         first = false;
         json += `${JSON.stringify(key)}:`;
-        write((part as Record<string, unknown>)[key]);
+        if (LOCATION_KEYS.has(key)) json += '…';
+        else write((part as Record<string, unknown>)[key]);
       }
       json += '}';
     } else if (typeof part === 'number' && !Number.isFinite(part)) {
