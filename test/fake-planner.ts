@@ -1,6 +1,6 @@
 /**
  * A local HTTP server playing the planner (ABRP's telemetry API): it records every request and
- * answers what the test tells it to (200/400/429/500, a wrong or endless body, or after a delay).
+ * answers what the test tells it to (200/400/429/500, a wrong or endless body, after a delay or once released).
  */
 import type { Server } from 'bun';
 
@@ -20,6 +20,8 @@ export interface PlannerReply {
   body?: string | ReadableStream<Uint8Array>;
   /** Holds the request this long before answering. */
   delayMs?: number;
+  /** Holds the request until this settles (a test releases it by hand), then answers. */
+  until?: Promise<unknown>;
   /** Headers besides the JSON content type (a redirect's `location`). */
   headers?: Record<string, string>;
 }
@@ -128,9 +130,10 @@ export function startFakePlanner(reply: FakePlanner['reply'] = () => ACCEPT): Fa
       maxInFlightPerToken = Math.max(maxInFlightPerToken, inFlightByToken.get(token)!);
       try {
         const answer = planner.reply(received, index);
-        if (answer.delayMs) {
+        const hold = answer.until ?? (answer.delayMs ? Bun.sleep(answer.delayMs) : null);
+        if (hold) {
           holding += 1;
-          await Bun.sleep(answer.delayMs).finally(() => (holding -= 1));
+          await hold.finally(() => (holding -= 1));
         }
         const status = answer.status ?? 200;
         const body = answer.body ?? (status === 200 ? ACCEPT.body : PLANNER_ERROR_BODY);

@@ -39,6 +39,11 @@ function fastTimers(backoffs: number[] = []): PlannerTimers {
   };
 }
 
+/** As fastTimers, but a request keeps its real 10 s deadline: one held at the planner by hand must not time out meanwhile. */
+function heldRequestTimers(): PlannerTimers {
+  return { ...fastTimers(), delay: after };
+}
+
 function planner(reply?: FakePlanner['reply']): FakePlanner {
   const fake = startFakePlanner(reply);
   cleanups.push(() => fake.stop());
@@ -499,6 +504,59 @@ describe('a sample sent again while it waits out a backoff', () => {
     expect(states(target, INSTALLATION)).toEqual([
       [T0, PlannerState.none],
       [T0 + 1, PlannerState.sent],
+    ]);
+  });
+});
+
+describe('a sample sent again while it waits for a request slot', () => {
+  /** Other installations' requests hold every slot at the planner until released; INSTALLATION's sample (soc 50) waits for one. */
+  async function waitingForSlot() {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const others = Array.from({ length: limits.plannerInFlight }, (_, n) => installationNumbered(n));
+    const fake = planner((request) => (request.token === TOKEN ? {} : { until: held }));
+    const tokens = new Map(others.map((id, n) => [id, `other-token-${n}`]));
+    const target = await service(forwarding(fake, { tokens }), { timers: heldRequestTimers() });
+    cleanups.push(release); // before the service closes: its close waits for the held requests
+    seedPending(target, others, samplesAt(T0));
+    for (const id of others) target.planner.recheck(id);
+    await waitUntil(() => fake.holding === limits.plannerInFlight);
+    const post = (body: object) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
+    await post({ samples: [{ utc: T0, soc: 50 }] });
+    await waitUntil(() => target.planner.stats.outboxReads === others.length + 1);
+    // The loop waits for what its read saw to be on disk, then for a slot: this waits after it.
+    await target.storage.committer.durable();
+    return { fake, target, post, release };
+  }
+
+  test('withdrawn by plannerSentUtc is never sent', async () => {
+    const { fake, target, post, release } = await waitingForSlot();
+    await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }] });
+    release();
+    await target.planner.idle();
+    expect(fake.utcsOf(TOKEN)).toEqual([]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.none]]);
+  });
+
+  test('with new values is sent with them, once', async () => {
+    const { fake, target, post, release } = await waitingForSlot();
+    await post({ samples: [{ utc: T0, soc: 61 }] });
+    expect(fake.utcsOf(TOKEN)).toEqual([]);
+    release();
+    await target.planner.idle();
+    expect(fake.requests.filter((request) => request.token === TOKEN).map((request) => request.tlm)).toEqual([{ utc: T0, soc: 61 }]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+  });
+
+  test('with new values after a late batch that already has the queue read again is sent with them', async () => {
+    const { fake, target, post, release } = await waitingForSlot();
+    await post({ samples: [{ utc: T0 - 10, soc: 40 }] }); // older than what waits: the queue is to be read again
+    await post({ samples: [{ utc: T0, soc: 61 }] });
+    release();
+    await target.planner.idle();
+    expect(fake.requests.filter((request) => request.token === TOKEN).map((request) => request.tlm)).toEqual([
+      { utc: T0, soc: 61 }, // already on its way when the late batch came
+      { utc: T0 - 10, soc: 40 },
     ]);
   });
 });

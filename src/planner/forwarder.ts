@@ -61,6 +61,8 @@ interface Installation {
   queue: SampleRow[];
   /** The queue no longer mirrors the outbox: read it again before the next sample. */
   reread: boolean;
+  /** Batches so far that rewrote or withdrew waiting samples: a sample on its way is read again when it changed. */
+  rewrites: number;
   /** The last page was full: more samples wait in the database. */
   more: boolean;
   /**
@@ -68,6 +70,14 @@ interface Installation {
    * that is down is probed less and less until it answers.
    */
   backoffMs: number;
+}
+
+/** A sample on its way to the planner. */
+interface Outgoing {
+  utc: number;
+  body: string;
+  /** The installation's `rewrites` when `body` was made; null when the sample must be read again regardless. */
+  madeAt: number | null;
 }
 
 interface ForwarderStats {
@@ -184,6 +194,7 @@ export class PlannerForwarder implements SampleForwarder {
    * or the batch rewrote waiting samples, the outbox is read again instead.
    */
   private take(installation: Installation, { added, rewritten }: OutboxChange): void {
+    if (rewritten) installation.rewrites += 1;
     if (installation.reread) return;
     const { queue } = installation;
     const last = queue.at(-1);
@@ -194,7 +205,7 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   private startLoop(id: string, token: string): Installation {
-    const installation: Installation = { id, token, queue: [], reread: true, more: false, backoffMs: this.backoffs.get(id) ?? 0 };
+    const installation: Installation = { id, token, queue: [], reread: true, rewrites: 0, more: false, backoffMs: this.backoffs.get(id) ?? 0 };
     this.backoffs.delete(id);
     this.installations.set(id, installation);
     const loop = this.drain(installation)
@@ -255,19 +266,18 @@ export class PlannerForwarder implements SampleForwarder {
 
   /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
   private async deliver(installation: Installation, sample: SampleRow): Promise<boolean> {
-    const credentials = { apiKey: this.options.config.apiKey!, token: installation.token };
-    let body = formBody(credentials, sample);
+    // The queue mirrors the outbox as of the rewrites counted so far (else it would be read again first).
+    const outgoing: Outgoing = { utc: sample[0] as number, body: this.bodyOf(installation, sample), madeAt: installation.rewrites };
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) {
         await this.pause(this.jittered(installation.backoffMs));
-        // A batch sent again during the wait may have rewritten this sample or withdrawn it: send it as it is now.
-        const current = this.readWaiting(installation.id, sample[0] as number);
-        if (current === null) return true;
-        await this.options.committer.durable();
-        body = formBody(credentials, current);
+        // The outbox may have changed during the wait: read the sample again once a slot is held.
+        outgoing.madeAt = null;
       }
-      const delivery = await this.attempt(body);
+      const delivery = await this.attempt(installation, outgoing);
       switch (delivery.kind) {
+        case 'withdrawn':
+          return true;
         case 'abandoned':
           return false;
         case 'accepted':
@@ -290,13 +300,41 @@ export class PlannerForwarder implements SampleForwarder {
     }
   }
 
-  /** One request within the overall limit and the request deadline. */
-  private async attempt(body: string): Promise<Delivery> {
+  /** One request within the overall limit, of the sample as it stands once a slot is held. */
+  private async attempt(installation: Installation, outgoing: Outgoing): Promise<Delivery | { kind: 'withdrawn' }> {
     await this.slots.acquire();
-    if (this.halted) {
+    try {
+      if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
+      // Shutdown may have begun while the slot or the disk was awaited.
+      if (this.halted) return { kind: 'abandoned' };
+      return await this.request(outgoing.body);
+    } finally {
       this.slots.release();
-      return { kind: 'abandoned' };
     }
+  }
+
+  /**
+   * Makes the body again from the outbox while a batch may have changed the sample since it was made;
+   * false when the sample no longer waits (withdrawn by a batch's `plannerSentUtc`).
+   */
+  private async madeNow(installation: Installation, outgoing: Outgoing): Promise<boolean> {
+    while (outgoing.madeAt !== installation.rewrites) {
+      outgoing.madeAt = installation.rewrites;
+      const current = this.readWaiting(installation.id, outgoing.utc);
+      if (current === null) return false;
+      // The read may have seen a commit whose sync still runs: send nothing of it before it is on disk.
+      await this.options.committer.durable();
+      outgoing.body = this.bodyOf(installation, current);
+    }
+    return true;
+  }
+
+  private bodyOf(installation: Installation, sample: SampleRow): string {
+    return formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
+  }
+
+  /** One request within the request deadline. */
+  private async request(body: string): Promise<Delivery> {
     const request = new AbortController();
     let expired = false;
     const cancel = this.timers.delay(limits.plannerTimeoutMs, () => {
@@ -311,7 +349,6 @@ export class PlannerForwarder implements SampleForwarder {
     } finally {
       cancel();
       this.inFlight.delete(request);
-      this.slots.release();
     }
   }
 
