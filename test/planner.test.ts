@@ -824,6 +824,21 @@ describe('through POST /v1/telemetry', () => {
     ]);
   });
 
+  test("a waiting sample at a later batch's plannerSentUtc is not sent, though that batch does not repeat it", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const fake = planner((request) => (request.tlm.utc === T0 ? { until: held } : {}));
+    const target = await service(forwarding(fake), { timers: heldRequestTimers() });
+    cleanups.push(release); // before the service closes: its close waits for the held request
+    await post(target, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    await fake.waitFor(1); // T0 is held at the planner; T0 + 1 waits in the queue
+    await post(target, { installationId: INSTALLATION, plannerSentUtc: T0 + 1, samples: samplesAt(T0 + 2) });
+    release();
+    await target.planner.idle();
+    expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 2]);
+    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent], [T0 + 1, PlannerState.none], [T0 + 2, PlannerState.sent]]);
+  });
+
   test('nothing is forwarded for an invalid batch or one without a usable sample', async () => {
     const fake = planner();
     const target = await service(forwarding(fake));

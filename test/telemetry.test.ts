@@ -522,6 +522,22 @@ describe('hand-off to the planner forwarder', () => {
     ]);
   });
 
+  test("a waiting sample at exactly a later batch's plannerSentUtc stops waiting, though the batch does not repeat it", async () => {
+    const installationId = freshInstallation();
+    handOff.forwarded.push(installationId);
+    await post({ installationId, samples: [{ utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }] });
+    handOff.changes.length = 0;
+    await post({ installationId, plannerSentUtc: UTC + 1, samples: [{ utc: UTC + 2, soc: 72 }] });
+    expect(rowsOf(installationId).map((row) => [row.utc, row.planner_state])).toEqual([
+      [UTC, 1], // older: the car has not said the planner has it
+      [UTC + 1, 0],
+      [UTC + 2, 1],
+    ]);
+    expect(handOff.changes.map(({ added, rewritten }) => ({ utcs: added.map((row) => row[0]), rewritten }))).toEqual([
+      { utcs: [UTC + 2], rewritten: true },
+    ]);
+  });
+
   test('the hand-off carries the samples the batch made pending, oldest first, or says it rewrote waiting ones', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);

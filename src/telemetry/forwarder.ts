@@ -10,8 +10,9 @@ export interface OutboxChange {
   /** The samples this batch made pending (rows it inserted), oldest first. */
   added: SampleRow[];
   /**
-   * Samples already waiting were sent again: their values replaced, and those at or before
-   * `plannerSentUtc` no longer waiting. What the forwarder holds of them is stale.
+   * Samples already waiting were sent again (their values replaced, and those at or before
+   * `plannerSentUtc` no longer waiting), or the one at `plannerSentUtc` no longer waits though the
+   * batch did not repeat it. What the forwarder holds of them is stale.
    */
   rewritten: boolean;
 }

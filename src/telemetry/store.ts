@@ -85,7 +85,8 @@ const REPLACE_SAMPLE = `UPDATE samples SET ${fieldColumns.map((c, i) => `${c} = 
   RETURNING planner_state AS state`;
 
 /** A sample still waiting that the car now says it gave the planner itself stops waiting. */
-const WITHDRAW_SAMPLE = `UPDATE samples SET planner_state = ${PlannerState.none} WHERE installation = ? AND utc = ?`;
+const WITHDRAW_SAMPLE = `UPDATE samples SET planner_state = ${PlannerState.none}
+  WHERE installation = ? AND utc = ? AND planner_state = ${PlannerState.pending}`;
 
 /** What a batch's write did to the planner's outbox; `added` holds row positions in the write. */
 export interface StoredSamples {
@@ -96,15 +97,26 @@ export interface StoredSamples {
 /**
  * Stores a batch's usable samples (all or none, as one write). Answers which rows it made pending
  * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it
- * rewrote waiting ones, so the forwarder learns what changed without reading the outbox.
+ * rewrote or withdrew waiting ones, so the forwarder learns what changed without reading the outbox.
  * New samples go in many rows per statement; the rows of a statement that meets a stored one, one by one.
  */
 const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const stored: StoredSamples = { added: [], rewritten: false };
   const installation = installationKey(db, write.installationId);
-  insertSamples(db, installation, unpack(write), stored);
+  const batch = unpack(write);
+  insertSamples(db, installation, batch, stored);
+  if (withdrawSentByCar(db, installation, batch)) stored.rewritten = true;
   return stored;
 };
+
+/**
+ * The car says the planner accepted the sample at `plannerSentUtc`: one still waiting from an earlier
+ * batch stops waiting, though this batch does not repeat it. Answers whether one did.
+ */
+function withdrawSentByCar(db: Database, installation: number, { forward, plannerSentUtc }: SampleBatch): boolean {
+  if (!forward || plannerSentUtc === 0) return false;
+  return db.query(WITHDRAW_SAMPLE).run(installation, plannerSentUtc).changes > 0;
+}
 
 /** Whether a new sample waits for the planner: forwarding is on and the car has not sent it itself. */
 const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) => forward && utc > plannerSentUtc;
