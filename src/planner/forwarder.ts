@@ -1,7 +1,8 @@
 /**
  * Hands stored samples to the planner. The samples table is the outbox: telemetry stores a sample
  * as pending in the same transaction as the sample, and this forwarder marks it sent or given up
- * through the committer, so a re-sent batch or a restart never sends a sample twice.
+ * through the committer, so a re-sent batch or a restart never sends a sample again once its outcome
+ * is written (a request whose answer is lost is retried: the planner may have it already).
  *
  * Per installation one loop sends its waiting samples oldest first, one request at a time; at most
  * `plannerInFlight` requests run at once overall. A loop holds at most `plannerQueueSamples` samples
