@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 /** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
+import { helpOrOption, toStderr, toStdout, usage } from './command.ts';
 import { ConfigError, readEnvironment, serveConfig, withSecrets } from './config.ts';
 import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
@@ -8,19 +9,23 @@ import { createLogger } from './log.ts';
 import { serve } from './server.ts';
 import { VERSION } from './version.ts';
 
+const SERVE_USAGE = `  ev-ingest [serve]              serve (configuration from the environment and ./.env)`;
+
+const CONFIGURATION = `Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
+APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
+PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept
+<NAME>_FILE. The devices and backup commands need only DATABASE_PATH. See README.md.`;
+
 const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric cars
 
 Usage:
-  ev-ingest                      serve (configuration from the environment and ./.env)
+${SERVE_USAGE}
 ${DEVICES_USAGE}
 ${BACKUP_USAGE}
   ev-ingest --help               print this help
   ev-ingest --version            print the version
 
-Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
-APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
-PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept
-<NAME>_FILE. The devices and backup commands need only DATABASE_PATH. See README.md.
+${CONFIGURATION}
 `;
 
 async function main(args: string[]): Promise<number> {
@@ -36,7 +41,7 @@ async function main(args: string[]): Promise<number> {
       process.stdout.write(`ev-ingest ${VERSION}\n`);
       return 0;
     case 'serve':
-      return runServer();
+      return serveCommand(args.slice(1));
     case 'devices':
       return devicesCommand(args.slice(1));
     case 'backup':
@@ -45,6 +50,14 @@ async function main(args: string[]): Promise<number> {
       process.stderr.write(`ev-ingest: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
       return 2;
   }
+}
+
+/** `ev-ingest serve` takes no arguments: one given by mistake must not go unnoticed while it serves. */
+async function serveCommand(args: string[]): Promise<number> {
+  const help = `${SERVE_USAGE}\n\n${CONFIGURATION}`;
+  const notOperands = helpOrOption(args, help, toStdout, toStderr);
+  if (notOperands !== undefined) return notOperands;
+  return args.length === 0 ? runServer() : usage(toStderr, help);
 }
 
 async function runServer(): Promise<number> {

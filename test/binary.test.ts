@@ -1,7 +1,7 @@
 /** End to end: the compiled binary, copied alone into a fresh folder, on a temporary database. */
 import { Database } from 'bun:sqlite';
 import { beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 import { compiledBinary, launchBinary, ownerRequest, startBinary } from './binary.ts';
@@ -13,8 +13,8 @@ beforeAll(async () => {
 }, 120_000);
 
 /** Runs the binary to its end; one that should have refused but serves is killed after 10 s, failing its test fast. */
-function run(args: string[], env: Record<string, string> = {}) {
-  const result = Bun.spawnSync([binary, ...args], { cwd: tempDir(), env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 });
+function run(args: string[], env: Record<string, string> = {}, cwd = tempDir()) {
+  const result = Bun.spawnSync([binary, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
@@ -30,6 +30,39 @@ describe('command line', () => {
     const result = run(['frobnicate']);
     expect(result.code).toBe(2);
     expect(result.stderr).toStartWith('ev-ingest: unknown command "frobnicate"');
+  });
+
+  test('after a command, -h and --help print its usage and exit 0, and another argument beginning with "-" is refused: no file, no server', () => {
+    const cwd = tempDir();
+    const source = join(tempDir(), 'live.db');
+    new Database(source).run('CREATE TABLE t (x)');
+    // Enough to serve on, so that a `serve` taking its argument for nothing would start.
+    const env = { DATABASE_PATH: source, INGEST_TOKEN: OWNER_TOKEN, HOST: '127.0.0.1', PORT: '0' };
+    /** The exit code and output of a run, each output cut to its first `length` characters. */
+    const opening = (args: string[], length: number) => {
+      const { code, stdout, stderr } = run(args, env, cwd);
+      return { code, stdout: stdout.slice(0, length), stderr: stderr.slice(0, length) };
+    };
+    for (const [args, usage] of [
+      [['backup', '--help'], 'ev-ingest backup FILE'],
+      [['backup', '-h'], 'ev-ingest backup FILE'],
+      [['devices', '--help'], 'ev-ingest devices list'],
+      [['devices', 'revoke', '-h'], 'ev-ingest devices list'],
+      [['serve', '--help'], 'ev-ingest [serve]'],
+    ] as const) {
+      const expected = `Usage:\n  ${usage} `;
+      expect(opening([...args], expected.length)).toEqual({ code: 0, stdout: expected, stderr: '' });
+    }
+    for (const args of [['backup', '-x.db'], ['backup', '-'], ['devices', 'revoke', '--all'], ['serve', '--port']]) {
+      const option = args.at(-1)!;
+      const expected = `ev-ingest: unknown option "${option}"; no command has options (for a file whose name begins with "-", write ./${option})\nev-ingest: usage:\n`;
+      expect(opening(args, expected.length)).toEqual({ code: 2, stdout: '', stderr: expected });
+    }
+    const expected = 'ev-ingest: usage:\n  ev-ingest [serve] ';
+    expect(opening(['serve', 'now'], expected.length)).toEqual({ code: 2, stdout: '', stderr: expected });
+    expect(readdirSync(cwd)).toEqual([]);
+    expect(run(['backup', './-x.db'], env, cwd).code).toBe(0); // as the refusal says
+    expect(readdirSync(cwd)).toEqual(['-x.db']);
   });
 
   test('bad configuration exits 1 at once with one line naming the variable', () => {

@@ -5,7 +5,7 @@
  */
 import { closeSync, existsSync, fchmodSync, linkSync, lstatSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
 import { syncPath } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
@@ -17,6 +17,8 @@ export async function backupCommand(
   out: Out = toStdout,
   err: Out = toStderr,
 ): Promise<number> {
+  const notOperands = helpOrOption(args, BACKUP_USAGE, out, err);
+  if (notOperands !== undefined) return notOperands;
   if (args.length !== 1 || args[0] === '') {
     return usage(err, BACKUP_USAGE);
   }

@@ -4,7 +4,7 @@
  * within a second (DeviceRegistry.watch).
  */
 import { existsSync } from 'node:fs';
-import { commandDatabasePath, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { openStorage, type Storage } from '../db/storage.ts';
 import { listDevices } from './store.ts';
 import { deviceView, type DeviceView } from './view.ts';
@@ -17,6 +17,8 @@ export async function devicesCommand(
   out: Out = toStdout,
   err: Out = toStderr,
 ): Promise<number> {
+  const notOperands = helpOrOption(args, DEVICES_USAGE, out, err);
+  if (notOperands !== undefined) return notOperands;
   const [action, id, ...rest] = args;
   const valid = (action === 'list' && id === undefined) || (action === 'revoke' && id !== undefined && rest.length === 0);
   if (!valid) {
