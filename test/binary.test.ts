@@ -1,7 +1,7 @@
 /** End to end: the compiled binary, copied alone into a fresh folder, on a temporary database. */
 import { Database } from 'bun:sqlite';
 import { beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 import { compiledBinary, launchBinary, ownerRequest, startBinary } from './binary.ts';
@@ -126,6 +126,34 @@ describe('serving', () => {
     expect(output).toMatch(/ info started version=\S+ address=\S+ database=\S+x\.db durability=full /);
     expect(output).not.toContain('WDJB');
     expect(output).not.toContain(OWNER_TOKEN);
+  });
+
+  test("under the umask 022 the folders and files it creates are its owner's alone; an existing database keeps its mode", async () => {
+    const cwd = tempDir();
+    const path = join(cwd, 'new', 'data', 'ev.db');
+    const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: path };
+    /** Starts the binary under the umask 022 (Bun.spawn runs before startBinary's first await). */
+    const startUnderUmask022 = () => {
+      const previous = process.umask(0o022);
+      const starting = startBinary(binary, env, cwd);
+      process.umask(previous);
+      return starting;
+    };
+    const modes = () => {
+      const paths = [join(cwd, 'new'), dirname(path), path, `${path}-wal`, `${path}-shm`, `${path}.lock`];
+      return paths.map((file) => `${file.slice(cwd.length)} ${(statSync(file).mode & 0o777).toString(8)}`);
+    };
+    // Each server is stopped before its modes are checked: a failed check must not leave it running.
+    const first = await startUnderUmask022();
+    const created = modes();
+    expect(await first.stop()).toBe(0);
+    expect(created).toEqual(['/new 700', '/new/data 700', '/new/data/ev.db 600', '/new/data/ev.db-wal 600', '/new/data/ev.db-shm 600', '/new/data/ev.db.lock 600']);
+    // The owner lets a group read the database: a restart leaves that as it is, and the new -wal and -shm follow it.
+    chmodSync(path, 0o640);
+    const second = await startUnderUmask022();
+    const kept = modes();
+    expect(await second.stop()).toBe(0);
+    expect(kept).toEqual(['/new 700', '/new/data 700', '/new/data/ev.db 640', '/new/data/ev.db-wal 640', '/new/data/ev.db-shm 640', '/new/data/ev.db.lock 600']);
   });
 
   test('a database file that is not SQLite is refused at start-up', async () => {

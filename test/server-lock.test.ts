@@ -59,6 +59,7 @@ test('every path to one database meets the same lock: a link to a file yet to be
   symlinkSync(join(dir, 'real'), join(dir, 'folder'));
   await started(testConfig(dir, { databasePath: join(dir, 'link.db') }));
   expect(existsSync(join(dir, 'real', 'ev.db.lock'))).toBe(true);
+  expect(statSync(join(dir, 'real', 'ev.db')).mode & 0o077).toBe(0); // made through the link, as private as any
   for (const path of [join(dir, 'real', 'ev.db'), join(dir, 'folder', 'ev.db')]) {
     expect((await refusedStart(testConfig(dir, { databasePath: path }))).message).toBe(used(path));
   }

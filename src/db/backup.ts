@@ -3,10 +3,11 @@
  * while the server goes on writing. `VACUUM INTO` reads one WAL snapshot (a plain file copy of a WAL
  * database would miss or tear the commits still in the -wal file).
  */
-import { closeSync, existsSync, fchmodSync, linkSync, lstatSync, openSync, rmSync, statSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
+import { createPrivateFile } from './private-file.ts';
 import { syncPath } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
@@ -45,7 +46,9 @@ async function backupDatabase(source: string, target: string, stopped: Promise<n
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
   // Written under a temporary name, synced, then linked into place: a crash leaves no half backup.
   const partial = `${target}.partial-${process.pid}`;
-  createPrivateFile(partial); // before the try: a file this run did not create is not its to remove
+  // Private before any data goes in: VACUUM INTO keeps an empty file's mode and gives its journal the
+  // same; the link into place keeps it too. Before the try: a file this run did not create is not its to remove.
+  createPrivateFile(partial);
   try {
     await copyOnWorker({ source, partial }, stopped);
     linkSync(partial, target); // fails if `target` appeared meanwhile
@@ -100,19 +103,5 @@ function removePartial(partial: string, leftBehind: Out): void {
     } catch (error) {
       leftBehind(`could not remove ${path}: ${(error as Error).message}`);
     }
-  }
-}
-
-/**
- * Creates the empty file `path`, readable by its owner alone before any data goes in: the copy holds
- * every location and token hash. `VACUUM INTO` accepts an empty file, keeps its mode and gives its
- * journal the same; the link into place keeps it too.
- */
-function createPrivateFile(path: string): void {
-  const fd = openSync(path, 'wx', 0o600); // wx: never an existing file, nor where a symbolic link points
-  try {
-    fchmodSync(fd, 0o600); // the umask may have taken the owner's own bits
-  } finally {
-    closeSync(fd);
   }
 }

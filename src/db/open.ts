@@ -4,6 +4,7 @@ import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Durability } from '../config.ts';
 import { limits } from '../limits.ts';
+import { createPrivateFileIfAbsent, PRIVATE_FOLDER_MODE } from './private-file.ts';
 
 /** A reason the database cannot be used; the server refuses to start with it. */
 export class StorageError extends Error {
@@ -25,13 +26,16 @@ export interface OpenOptions {
 }
 
 /**
- * Opens (creating when absent) the database file with the service's pragmas. A path that cannot hold
- * the database is a StorageError naming it, in one line.
+ * Opens (creating when absent, private with its folder) the database file with the service's pragmas.
+ * A path that cannot hold the database is a StorageError naming it, in one line.
  */
 export function openDatabase(path: string, durability: Durability, options: OpenOptions = {}): Database {
   let db: Database | undefined;
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_FOLDER_MODE });
+    // Made here, not by SQLite, which would give it (so its -wal and -shm) the umask's mode; only when
+    // absent, so never a file this process holds locks on.
+    createPrivateFileIfAbsent(path);
     if (options.checkHeader) assertSqliteFile(path);
     db = new Database(path, { create: true, strict: true });
     applyPragmas(db, durability, options.syncApart ?? false);

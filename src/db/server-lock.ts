@@ -9,6 +9,7 @@
 import { Database } from 'bun:sqlite';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { databaseFile, sqliteCode, StorageError } from './open.ts';
+import { createPrivateFileIfAbsent } from './private-file.ts';
 
 export interface ServerLock {
   /** Gives the lock up. Until then keep this object reachable: bun:sqlite closes a collected connection. */
@@ -27,6 +28,8 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
     // Only a server makes the file, as its own user: one made by a command run as root could not be
     // written by the server, and SQLite would open it read-only, taking no lock at all.
     if (taker === 'migrating command' && !existsSync(lockPath)) return { release: () => {} }; // no server ran since
+    // Private, as the database beside it. Opening it here is safe: no lock is held on a file that did not exist.
+    createPrivateFileIfAbsent(lockPath);
     lock = new Database(lockPath, { create: true });
     accessSync(lockPath, constants.W_OK);
     lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
