@@ -51,13 +51,66 @@ const SECRET_VARIABLES = [
 export const DEFAULT_PLANNER_URL = 'https://api.iternio.com/1/tlm/send';
 const DEFAULT_DATABASE_PATH = './data/ev-ingest.db';
 
+/** Where settings come from: the process environment or the `.env` file, named so that a refusal can say which. */
+interface Source {
+  name: string;
+  env: Env;
+}
+
 /** The effective environment: the process environment over the `.env` file of the working directory. */
 export function readEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
+  return overlaid(readSources(processEnv, cwd));
+}
+
+/** The server's environment: the effective one, every `<SECRET>_FILE` replaced by the file's contents. */
+export function readServerEnvironment(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
+  const sources = readSources(processEnv, cwd);
+  for (const source of sources) refuseBothForms(source);
+  return withSecrets(overlaid(sources));
+}
+
+/** The process environment and the `.env` file, in that order. */
+function readSources(processEnv: Env, cwd: string): [environment: Source, dotenv: Source] {
   const dotenvPath = join(cwd, '.env');
   // Read without checking first: a .env that disappears after a check would refuse the start (ENOENT).
   const dotenv = readSettingsFile(dotenvPath, (code) => `${dotenvPath} cannot be read (${code}); fix or remove it`, '');
-  // An empty variable counts as unset, here too: it does not hide the .env file's value.
-  return { ...parseDotenv(dotenv), ...Object.fromEntries(Object.entries(processEnv).filter(([, value]) => value !== '')) };
+  return [
+    // An empty variable counts as unset, here too: it does not hide the .env file's value.
+    { name: 'the environment', env: Object.fromEntries(Object.entries(processEnv).filter(([, value]) => value !== '')) },
+    { name: dotenvPath, env: parseDotenv(dotenv) },
+  ];
+}
+
+/**
+ * The environment over the `.env` file. A secret goes over as a whole: given in the environment as
+ * `<NAME>` or `<NAME>_FILE`, it replaces both forms of the `.env` file, so that the two never clash.
+ */
+function overlaid([environment, dotenv]: [Source, Source]): Env {
+  const fromDotenv = { ...dotenv.env };
+  for (const name of SECRET_VARIABLES) {
+    if (secretForms(name).some((form) => isSet(environment.env[form]))) {
+      for (const form of secretForms(name)) delete fromDotenv[form];
+    }
+  }
+  return { ...fromDotenv, ...environment.env };
+}
+
+/** A secret set both plainly and as `<NAME>_FILE` in one source: which one was meant is unknown. */
+function refuseBothForms(source: Source): void {
+  for (const name of SECRET_VARIABLES) {
+    if (secretForms(name).every((form) => isSet(source.env[form]))) {
+      throw new ConfigError(`${name} and ${name}_FILE are both set in ${source.name}; set only one of them`);
+    }
+  }
+}
+
+function secretForms(name: string): [string, string] {
+  return [name, `${name}_FILE`];
+}
+
+/** Empty counts as unset. */
+function isSet(value: string | undefined): boolean {
+  return value !== undefined && value !== '';
 }
 
 /**
@@ -75,18 +128,15 @@ function readSettingsFile(path: string, refusal: (code: string) => string, absen
 }
 
 /**
- * The environment with every `<SECRET>_FILE` replaced by the file's contents. Only the server needs
- * its secrets; the commands, which need only DATABASE_PATH, must work without them.
+ * The environment with every `<SECRET>_FILE` replaced by the file's contents, the two forms of a secret
+ * never both set (refuseBothForms, overlaid). Only the server needs its secrets; the commands, which
+ * need only DATABASE_PATH, must work without them.
  */
-export function withSecrets(env: Env): Env {
+function withSecrets(env: Env): Env {
   const resolved: Env = { ...env };
   for (const name of SECRET_VARIABLES) {
     const filePath = secretFilePath(resolved, name);
-    if (filePath === undefined) continue;
-    if (resolved[name] !== undefined && resolved[name] !== '') {
-      throw new ConfigError(`${name} and ${name}_FILE are both set; set only one of them`);
-    }
-    resolved[name] = readSecretFile(name, filePath);
+    if (filePath !== undefined) resolved[name] = readSecretFile(name, filePath);
   }
   return resolved;
 }

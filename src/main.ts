@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
 import { helpOrOption, toStderr, toStdout, usage } from './command.ts';
-import { ConfigError, readEnvironment, serveConfig, withSecrets } from './config.ts';
+import { ConfigError, readServerEnvironment, serveConfig } from './config.ts';
 import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
 import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
@@ -61,7 +61,7 @@ async function serveCommand(args: string[]): Promise<number> {
 }
 
 async function runServer(): Promise<number> {
-  const config = serveConfig(withSecrets(readEnvironment()));
+  const config = serveConfig(readServerEnvironment());
   const log = createLogger(config.logLevel);
   process.on('exit', () => log.flush()); // lines still buffered when the process ends are written
   const running = await serve(config, log);

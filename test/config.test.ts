@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, databasePath, DEFAULT_PLANNER_URL, readEnvironment, serveConfig, withSecrets, type Env } from '../src/config.ts';
+import { ConfigError, databasePath, DEFAULT_PLANNER_URL, readEnvironment, readServerEnvironment, serveConfig, type Env } from '../src/config.ts';
 import { limits } from '../src/limits.ts';
 import { tempDir } from './support.ts';
 
@@ -148,7 +148,7 @@ describe('serveConfig', () => {
     const [a, b] = ['5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01', '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b'];
     const file = join(tempDir(), 'planner-tokens');
     writeFileSync(file, `${a}=tok-a\r\n${b}=tok-b,\n`);
-    const config = serveConfig(withSecrets({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS_FILE: file }));
+    const config = serveConfig(readServerEnvironment({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS_FILE: file }, tempDir()));
     expect([...config.planner.tokens]).toEqual([[a, 'tok-a'], [b, 'tok-b']]);
     expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok-a\n\n${b}=tok b` })).toBe(
       'PLANNER_TOKENS entry 3 must be <installationId>=<token> with a UUID and a token without whitespace',
@@ -223,7 +223,7 @@ describe('readEnvironment', () => {
     const dir = tempDir();
     const file = join(dir, 'token');
     writeFileSync(file, 'token-from-a-file-0123456789\n');
-    expect(withSecrets(readEnvironment({ INGEST_TOKEN_FILE: file }, dir)).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
+    expect(readServerEnvironment({ INGEST_TOKEN_FILE: file }, dir).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
   });
 
   test('<NAME>_FILE loses one final newline, LF or CRLF, and a second one is refused as whitespace, naming the file variable', () => {
@@ -232,7 +232,7 @@ describe('readEnvironment', () => {
     const fromFile = (name: 'INGEST_TOKEN' | 'APPROVAL_PASSWORD', contents: string) => {
       writeFileSync(file, contents);
       const otherSecrets = name === 'APPROVAL_PASSWORD' ? { INGEST_TOKEN: TOKEN } : {};
-      return withSecrets(readEnvironment({ ...otherSecrets, [`${name}_FILE`]: file }, dir));
+      return readServerEnvironment({ ...otherSecrets, [`${name}_FILE`]: file }, dir);
     };
     expect(serveConfig(fromFile('INGEST_TOKEN', `${TOKEN}\r\n`)).ingestToken).toBe(TOKEN);
     expect(serveConfig(fromFile('APPROVAL_PASSWORD', 'long-enough-1\n')).approvalPassword).toBe('long-enough-1');
@@ -244,7 +244,7 @@ describe('readEnvironment', () => {
     expect(refusal(fromFile('INGEST_TOKEN', '\n\n'))).toBe(`${token} ${RULE.blank}`);
     expect(refusal(fromFile('APPROVAL_PASSWORD', 'long-enough-1\n\n'))).toBe(`${password} ${RULE.outer}`);
     // An empty INGEST_TOKEN_FILE counts as unset: the value came from INGEST_TOKEN.
-    expect(refusal(withSecrets(readEnvironment({ INGEST_TOKEN: `${TOKEN}\n`, INGEST_TOKEN_FILE: '' }, dir)))).toBe(
+    expect(refusal(readServerEnvironment({ INGEST_TOKEN: `${TOKEN}\n`, INGEST_TOKEN_FILE: '' }, dir))).toBe(
       `INGEST_TOKEN ${RULE.outer}`,
     );
     expect(refusal(fromFile('APPROVAL_PASSWORD', 'long\nenough-1\n'))).toBe(`${password} ${RULE.control}`);
@@ -256,26 +256,48 @@ describe('readEnvironment', () => {
     expect(refusal(readEnvironment({}, dir))).toBe(`INGEST_TOKEN ${RULE.outer}`);
   });
 
-  test('a secret set both plainly and as <NAME>_FILE refuses to start', () => {
+  test('a secret set both plainly and as <NAME>_FILE in one place refuses to start, naming the place', () => {
     const dir = tempDir();
     const file = join(dir, 'password');
     writeFileSync(file, 'approval-password-1\n');
-    expect(() => withSecrets(readEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir))).toThrow(
-      'APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set; set only one of them',
+    expect(() => readServerEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir)).toThrow(
+      new ConfigError('APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set in the environment; set only one of them'),
     );
+    writeFileSync(join(dir, '.env'), `APPROVAL_PASSWORD=${'x'.repeat(12)}\nAPPROVAL_PASSWORD_FILE=${file}\n`);
+    expect(() => readServerEnvironment({}, dir)).toThrow(
+      new ConfigError(`APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set in ${join(dir, '.env')}; set only one of them`),
+    );
+  });
+
+  test('a secret given in the environment, in either form, replaces both forms of .env: the environment wins as a whole', () => {
+    const dir = tempDir();
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, `${TOKEN}\n`);
+    writeFileSync(
+      join(dir, '.env'),
+      'INGEST_TOKEN=from-dotenv-token-0123456789\nAPPROVAL_PASSWORD_FILE=/nonexistent/password\nPLANNER_API_KEY=dotenv-key\n',
+    );
+    const processEnv = { INGEST_TOKEN_FILE: tokenFile, APPROVAL_PASSWORD: 'long-enough-1' };
+    expect(serveConfig(readServerEnvironment(processEnv, dir))).toMatchObject({
+      ingestToken: TOKEN,
+      approvalPassword: 'long-enough-1',
+      planner: { apiKey: 'dotenv-key' }, // a secret the environment does not give still comes from .env
+    });
+    const commandsSee = readEnvironment(processEnv, dir);
+    expect([commandsSee.INGEST_TOKEN, commandsSee.APPROVAL_PASSWORD_FILE]).toEqual([undefined, undefined]);
   });
 
   test('an empty <NAME>_FILE refuses to start instead of leaving its feature off', () => {
     const dir = tempDir();
     const file = join(dir, 'password');
     writeFileSync(file, '\n');
-    expect(() => withSecrets(readEnvironment({ APPROVAL_PASSWORD_FILE: file }, dir))).toThrow(
+    expect(() => readServerEnvironment({ APPROVAL_PASSWORD_FILE: file }, dir)).toThrow(
       new ConfigError('APPROVAL_PASSWORD_FILE names an empty file; put the value in it or unset APPROVAL_PASSWORD_FILE'),
     );
   });
 
   test('a <NAME>_FILE that cannot be read refuses to start, naming the variable and the reason', () => {
-    expect(() => withSecrets(readEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir()))).toThrow(
+    expect(() => readServerEnvironment({ PLANNER_API_KEY_FILE: '/nonexistent/key' }, tempDir())).toThrow(
       'PLANNER_API_KEY_FILE names a file that cannot be read (ENOENT)',
     );
   });
@@ -283,7 +305,7 @@ describe('readEnvironment', () => {
   test('a secret read from its file and then refused is not printed', () => {
     const path = join(tempDir(), 'token');
     writeFileSync(path, 'short-secret-value\n');
-    const message = refusal(withSecrets(readEnvironment({ INGEST_TOKEN_FILE: path }, tempDir())));
+    const message = refusal(readServerEnvironment({ INGEST_TOKEN_FILE: path }, tempDir()));
     expect(message).toStartWith(`INGEST_TOKEN must be set to at least ${limits.ingestTokenMinChars} characters`);
     expect(message).not.toContain('short-secret-value');
   });
