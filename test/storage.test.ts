@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -33,6 +33,60 @@ test('a path that cannot hold a database is refused with one message naming DATA
     expect(refused).toBeInstanceOf(StorageError);
     expect((refused as Error).message).toStartWith(`DATABASE_PATH ${path} cannot be used: `);
     expect((refused as Error).message).not.toContain('\n');
+  }
+});
+
+/** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
+function immutable(path: string): () => void {
+  expect(Bun.spawnSync(['chattr', '+i', path]).exitCode).toBe(0);
+  return () => Bun.spawnSync(['chattr', '-i', path]);
+}
+
+/** Why openStorage refuses `path`, or null when it opens. */
+async function refusal(path: string): Promise<string | null> {
+  const opened = await openStorage({ databasePath: path, durability: 'full' }).catch((error: Error) => error);
+  if (opened instanceof Error) return opened.message;
+  await opened.close();
+  return null;
+}
+
+test('a database file or folder it cannot write is refused with one line naming DATABASE_PATH and what must be writable', async () => {
+  const dir = tempDir();
+  const locked = join(dir, 'locked');
+  const existing = join(locked, 'real.db');
+  expect(await refusal(existing)).toBeNull();
+  const link = join(dir, 'link.db');
+  symlinkSync(existing, link);
+  const writable = join(dir, 'ev.db');
+  expect(await refusal(writable)).toBeNull();
+  const undo = [immutable(locked), immutable(writable)];
+  try {
+    expect(await refusal(join(locked, 'new.db'))).toBe(
+      `DATABASE_PATH ${join(locked, 'new.db')} cannot be used: the folder ${locked} must be writable (EPERM); SQLite keeps new.db-wal and new.db-shm beside the file`,
+    );
+    // Through a link the folder that counts is the real file's, where SQLite puts the -wal and -shm.
+    expect(await refusal(link)).toBe(
+      `DATABASE_PATH ${link} cannot be used: the folder ${locked} must be writable (EPERM); SQLite keeps real.db-wal and real.db-shm beside the file`,
+    );
+    expect(await refusal(writable)).toBe(`DATABASE_PATH ${writable} cannot be used: the file ${writable} must be writable (EPERM)`);
+  } finally {
+    for (const undoOne of undo) undoOne();
+  }
+});
+
+test('a WAL the server cannot open to sync is refused naming DATABASE_PATH', async () => {
+  const path = join(tempDir(), 'ev.db');
+  expect(await refusal(path)).toBeNull();
+  const holder = new Database(path); // keeps a WAL in place, as a crash would leave it
+  holder.run('CREATE TABLE kept (x)');
+  const undo = immutable(`${path}-wal`);
+  try {
+    expect(await refusal(path)).toBe(
+      `DATABASE_PATH ${path} cannot be used: cannot open the WAL ${path}-wal to sync it: EPERM: operation not permitted, open '${path}-wal'`,
+    );
+  } finally {
+    undo();
+    holder.close();
   }
 });
 

@@ -7,7 +7,7 @@ import type { Outcome, Write, WriteFailure } from './group.ts';
 import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { limits } from '../limits.ts';
-import { StorageError } from './open.ts';
+import { StorageError, unusableDatabase } from './open.ts';
 import { smoothed, WalSync, type SyncFile } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
@@ -109,7 +109,7 @@ export class Committer {
     post(worker, { type: 'open', path: options.path, durability: options.durability, syncApart });
     try {
       const walPath = await opened;
-      return new Committer(worker, maxGroupWrites, syncApart ? new WalSync(walPath, options.syncFile) : null);
+      return new Committer(worker, maxGroupWrites, syncApart ? walSyncOf(options, walPath) : null);
     } catch (error) {
       worker.terminate();
       throw error;
@@ -298,4 +298,13 @@ export class Committer {
 
 function post(worker: Worker, message: ToWriter): void {
   worker.postMessage(message);
+}
+
+/** The sync of the WAL beside the database at `path`; a WAL it cannot open refuses the start, naming DATABASE_PATH. */
+function walSyncOf({ path, syncFile }: CommitterOptions, walPath: string): WalSync {
+  try {
+    return new WalSync(walPath, syncFile);
+  } catch (error) {
+    throw unusableDatabase(path, (error as Error).message);
+  }
 }

@@ -1,7 +1,7 @@
 /** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
 import { Database } from 'bun:sqlite';
-import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import type { Durability } from '../config.ts';
 import { limits } from '../limits.ts';
 import { createPrivateFileIfAbsent, PRIVATE_FOLDER_MODE } from './private-file.ts';
@@ -33,6 +33,7 @@ export function openDatabase(path: string, durability: Durability, options: Open
   let db: Database | undefined;
   try {
     mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_FOLDER_MODE });
+    assertWritable(path);
     // Made here, not by SQLite, which would give it (so its -wal and -shm) the umask's mode; only when
     // absent, so never a file this process holds locks on.
     createPrivateFileIfAbsent(path);
@@ -43,7 +44,39 @@ export function openDatabase(path: string, durability: Durability, options: Open
   } catch (error) {
     db?.close();
     if (error instanceof StorageError) throw error;
-    throw new StorageError(`DATABASE_PATH ${path} cannot be used: ${(error as Error).message}`);
+    throw unusableDatabase(path, (error as Error).message);
+  }
+}
+
+/** The refusal of a DATABASE_PATH that cannot hold the database, in one line naming it. */
+export function unusableDatabase(path: string, reason: string): StorageError {
+  return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}`);
+}
+
+/**
+ * SQLite opens a file it cannot write read-only, and in a folder it cannot write it has no -wal and
+ * -shm: both fail later with messages naming neither (`attempt to write a readonly database`).
+ */
+function assertWritable(path: string): void {
+  const exists = existsSync(path);
+  const file = exists ? realpathSync(path) : path; // the -wal and -shm lie beside the real file
+  const folder = dirname(file);
+  const folderRefused = writeRefusal(folder);
+  if (folderRefused) {
+    const name = basename(file);
+    throw unusableDatabase(path, `the folder ${folder} must be writable (${folderRefused}); SQLite keeps ${name}-wal and ${name}-shm beside the file`);
+  }
+  const fileRefused = exists ? writeRefusal(file) : undefined;
+  if (fileRefused) throw unusableDatabase(path, `the file ${file} must be writable (${fileRefused})`);
+}
+
+/** Why this process may not write `path` (EACCES, EROFS, EPERM), or undefined when it may. */
+function writeRefusal(path: string): string | undefined {
+  try {
+    accessSync(path, constants.W_OK);
+    return undefined;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? 'error';
   }
 }
 

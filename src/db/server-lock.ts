@@ -8,7 +8,7 @@
  */
 import { Database } from 'bun:sqlite';
 import { accessSync, constants, existsSync } from 'node:fs';
-import { databaseFile, sqliteCode, StorageError } from './open.ts';
+import { databaseFile, sqliteCode, StorageError, unusableDatabase } from './open.ts';
 import { createPrivateFileIfAbsent } from './private-file.ts';
 
 export interface ServerLock {
@@ -40,7 +40,7 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
   } catch (error) {
     lock?.close();
     if (sqliteCode(error) === 'SQLITE_BUSY') throw new StorageError(busyRefusal(databasePath, taker));
-    throw new StorageError(`DATABASE_PATH ${databasePath} cannot be used: its lock file ${lockPath}: ${(error as Error).message}`);
+    throw unusableDatabase(databasePath, `its lock file ${lockPath}: ${(error as Error).message}`);
   }
 }
 
