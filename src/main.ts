@@ -57,7 +57,9 @@ async function serveCommand(args: string[]): Promise<number> {
   const help = `${SERVE_USAGE}\n\n${CONFIGURATION}`;
   const notOperands = helpOrOption(args, help, toStdout, toStderr);
   if (notOperands !== undefined) return notOperands;
-  return args.length === 0 ? runServer() : usage(toStderr, help);
+  if (args.length === 0) return runServer();
+  toStderr(`ev-ingest: serve takes no arguments, not ${JSON.stringify(args[0])}\n`);
+  return usage(toStderr, help);
 }
 
 async function runServer(): Promise<number> {

@@ -58,7 +58,7 @@ describe('command line', () => {
       const expected = `ev-ingest: unknown option "${option}"; no command has options (for a file whose name begins with "-", write ./${option})\nev-ingest: usage:\n`;
       expect(opening(args, expected.length)).toEqual({ code: 2, stdout: '', stderr: expected });
     }
-    const expected = 'ev-ingest: usage:\n  ev-ingest [serve] ';
+    const expected = 'ev-ingest: serve takes no arguments, not "now"\nev-ingest: usage:\n  ev-ingest [serve] ';
     expect(opening(['serve', 'now'], expected.length)).toEqual({ code: 2, stdout: '', stderr: expected });
     expect(readdirSync(cwd)).toEqual([]);
     expect(run(['backup', './-x.db'], env, cwd).code).toBe(0); // as the refusal says
