@@ -305,6 +305,18 @@ describe('POST /v1/pair/poll', () => {
     expect(service.devices.size).toBe(0);
   });
 
+  test('a device the owner revoked after approving is not handed out: the car is told denied', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    await decide(service, started.userCode, 'approve');
+    const [device] = deviceRows();
+    expect((await service.request('POST', `/v1/devices/${device!.id}/revoke`, { token: PASSWORD })).status).toBe(200);
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'denied' } });
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+    expect(deviceRows()).toMatchObject([{ revoked_at: clock, awaiting_collection: 1 }]);
+    expect(service.log.lines.filter((line) => line.includes('pairing.collected'))).toEqual([]);
+  });
+
   test('the sweep timer revokes an uncollected token even when the car never polls again', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
@@ -633,7 +645,7 @@ describe('a revocation still being saved', () => {
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
       revoke: (id: string) => new Promise<null>(() => void revoking.push(id)), // never settles
-      collected: async () => {},
+      collected: async () => true,
     } as unknown as DeviceRegistry;
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const approved = await book.start(INSTALLATION, 'MG4');
@@ -672,7 +684,7 @@ describe('a collection still being saved', () => {
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-c', installationId, token: 't'.repeat(43) }),
       revoke: async (id: string) => void revoked.push(id),
-      collected: () => new Promise<void>((resolve, reject) => void saves.push({ resolve, reject })),
+      collected: () => new Promise<boolean>((resolve, reject) => void saves.push({ resolve: () => resolve(true), reject })),
     } as unknown as DeviceRegistry;
     const log = createMemoryLogger();
     const book = new PairingBook(registry, log, now);

@@ -101,9 +101,12 @@ export class DeviceRegistry {
     return device;
   }
 
-  /** Records that the car has collected the device's token; the token must not leave before this commits. */
-  async collected(deviceId: string): Promise<void> {
-    await this.committer.write('markCollected', { id: deviceId });
+  /**
+   * Records that the car has collected the device's token; the token must not leave before this commits.
+   * False when the device was revoked meanwhile: its token must not leave at all.
+   */
+  collected(deviceId: string): Promise<boolean> {
+    return this.committer.write('markCollected', { id: deviceId });
   }
 
   /**

@@ -76,9 +76,9 @@ const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) 
 };
 
 /** Records that the car has its token: from now on the device outlives a restart. */
-const markCollected: WriteOp<{ id: string }, void> = (db, { id }) => {
-  db.query('UPDATE devices SET awaiting_collection = 0 WHERE id = $id').run({ id });
-};
+/** Marks an active device's token collected; false when the owner revoked it before the car came for it. */
+const markCollected: WriteOp<{ id: string }, boolean> = (db, { id }) =>
+  db.query('UPDATE devices SET awaiting_collection = 0 WHERE id = $id AND revoked_at IS NULL RETURNING id').get({ id }) !== null;
 
 /** Revokes every active device still awaiting its collection; answers their ids. */
 const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>

@@ -93,8 +93,10 @@ export class PairingBook {
     if (standing.state === 'denied') return { status: 'denied' };
     if (standing.state !== 'approved' || this.collecting.has(request)) return { status: 'pending' };
     const { token, id: deviceId, installationId } = standing.device;
-    await this.markCollected(request, deviceId);
+    const collected = await this.markCollected(request, deviceId);
     this.forget(request);
+    // Revoked by the owner after approving (a change of mind): the car learns it is not paired.
+    if (!collected) return { status: 'denied' };
     this.log.info('pairing.collected', { installation: installationId, device: deviceId });
     return { status: 'approved', token, deviceId, installationId };
   }
@@ -163,10 +165,10 @@ export class PairingBook {
    * uncollected, and the car may poll again. Meanwhile its request neither answers another poll nor is
    * revoked by closing; one closed meanwhile that failed to save takes its device along after all.
    */
-  private async markCollected(request: PairingRequest, deviceId: string): Promise<void> {
+  private async markCollected(request: PairingRequest, deviceId: string): Promise<boolean> {
     this.collecting.set(request, null);
     try {
-      await this.devices.collected(deviceId);
+      return await this.devices.collected(deviceId);
     } catch (error) {
       const closedFor = this.collecting.get(request);
       if (closedFor) await this.revoke(deviceId, closedFor);
