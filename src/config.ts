@@ -221,7 +221,7 @@ export function serveConfig(env: Env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
     ingestToken: ingestToken(env),
-    approvalPassword: approvalPassword(env),
+    approvalPassword: approvalPasswordApartFromToken(env),
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
     host: nonEmpty(env.HOST) ?? '0.0.0.0',
@@ -240,6 +240,15 @@ function ingestToken(env: Env): string {
     );
   }
   return value;
+}
+
+/** Every car app holds the shared token: as the approval password it would let any of them approve and revoke. */
+function approvalPasswordApartFromToken(env: Env): string | null {
+  const password = approvalPassword(env);
+  if (password !== null && password === env.INGEST_TOKEN) {
+    throw new ConfigError('APPROVAL_PASSWORD must differ from INGEST_TOKEN, which every car app holds; unset it to turn pairing off');
+  }
+  return password;
 }
 
 function approvalPassword(env: Env): string | null {

@@ -59,6 +59,12 @@ describe('serveConfig', () => {
     );
   });
 
+  test('APPROVAL_PASSWORD equal to INGEST_TOKEN refuses to start, without either value', () => {
+    expect(refusal({ INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: TOKEN })).toBe(
+      'APPROVAL_PASSWORD must differ from INGEST_TOKEN, which every car app holds; unset it to turn pairing off',
+    );
+  });
+
   // Refused, not trimmed: HTTP drops a header's outer whitespace and cannot carry a newline, so no client could match.
   test('an INGEST_TOKEN or APPROVAL_PASSWORD no client can send as given refuses to start, without its value', () => {
     const cases: [Env, string][] = [
