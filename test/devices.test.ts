@@ -7,7 +7,7 @@ import { tokenHash } from '../src/devices/token.ts';
 import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
+import { answer, heldSyncs, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
 import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
 
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -80,6 +80,20 @@ describe('POST /v1/devices/{id}/revoke', () => {
     const answered = await answer(await service.request('POST', `/v1/devices/${deviceId.toUpperCase()}/revoke`, { token: PASSWORD }));
     expect(answered).toMatchObject({ status: 200, body: { id: deviceId, revokedAt: new Date(clock).toISOString() } });
     expect(refused(service, token)).toBe(true);
+  });
+
+  test('with DURABILITY=fast the revocation is still on disk before its answer: a power cut must not bring the token back', async () => {
+    const syncs = heldSyncs();
+    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, syncFile: syncs.syncFile });
+    open.push(service);
+    const { deviceId } = await pairDevice(service, INSTALLATION);
+    expect(syncs.calls).toEqual([]); // fast: the pairing's writes are not synced
+    let answered = false;
+    const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
+    for (let waited = 0; syncs.calls.length === 0 && waited < 5000; waited += 5) await Bun.sleep(5);
+    expect([syncs.calls.length, answered]).toEqual([1, false]);
+    syncs.calls[0]!.finish();
+    expect((await revoking).status).toBe(200);
   });
 });
 

@@ -44,7 +44,7 @@ export interface CommitterOptions {
 export interface CommitterStats {
   groups: number;
   writes: number;
-  /** Syncs of the WAL run apart from the writer (FULL durability). */
+  /** Syncs of the WAL run apart from the writer (each commit's with FULL durability, `flush()`'s with fast). */
   syncs: number;
 }
 
@@ -77,8 +77,9 @@ export class Committer {
   private constructor(
     private readonly worker: Worker,
     private readonly maxGroupWrites: number,
-    /** With FULL durability, the sync of each commit, overlapping the writer's next group. */
+    /** Syncs of the WAL: with FULL durability each commit's, overlapping the writer's next group; with fast, `flush()`'s. */
     private readonly walSync: WalSync | null,
+    private readonly syncsEachCommit: boolean,
   ) {
     this.gone = new Promise((resolve) => (this.markGone = resolve));
     worker.addEventListener('message', (event: MessageEvent<FromWriter>) => this.onMessage(event.data));
@@ -109,7 +110,9 @@ export class Committer {
     post(worker, { type: 'open', path: options.path, durability: options.durability, syncApart });
     try {
       const walPath = await opened;
-      return new Committer(worker, maxGroupWrites, syncApart ? walSyncOf(options, walPath) : null);
+      // Fast commits go unsynced, but a write that must outlive a power cut (a revocation) asks flush() for a sync.
+      const walSync = syncApart || options.durability === 'fast' ? walSyncOf(options, walPath) : null;
+      return new Committer(worker, maxGroupWrites, walSync, syncApart);
     } catch (error) {
       worker.terminate();
       throw error;
@@ -158,8 +161,23 @@ export class Committer {
   durable(): Promise<void> {
     if (this.broken) return Promise.reject(this.broken);
     // Every commit a reader can see is in a group already answered (so synced) or still unanswered.
-    if (!this.walSync || this.unanswered.size === 0) return Promise.resolve();
+    if (!this.eachCommitSync || this.unanswered.size === 0) return Promise.resolve();
     return this.synced();
+  }
+
+  /**
+   * Settles once every write answered so far is on disk, whatever the durability: for the rare write that
+   * must survive a power cut even with `DURABILITY=fast` (a revocation). With FULL they are already.
+   */
+  flush(): Promise<void> {
+    if (this.broken) return Promise.reject(this.broken);
+    if (this.syncsEachCommit || !this.walSync) return Promise.resolve();
+    return this.synced();
+  }
+
+  /** The WAL's sync when every commit waits for one (FULL durability), else null. */
+  private get eachCommitSync(): WalSync | null {
+    return this.syncsEachCommit ? this.walSync : null;
   }
 
   /** Resolves once every write handed in so far has been answered. */
@@ -204,7 +222,7 @@ export class Committer {
     if (this.atWriter.length === 0) return true;
     if (this.atWriter.length > 1) return false;
     const running = this.atWriter[0]!.length;
-    return this.queue.length >= running && running * this.writeMs >= (this.walSync?.syncMs ?? 0);
+    return this.queue.length >= running && running * this.writeMs >= (this.eachCommitSync?.syncMs ?? 0);
   }
 
   /**
@@ -214,9 +232,10 @@ export class Committer {
    * sync. Both times are measured as the service runs; until they are, bursts are split.
    */
   private nextGroupSize(): number {
-    if (!this.walSync || this.unanswered.size > 0 || this.queue.length < 2) return this.queue.length;
+    const walSync = this.eachCommitSync;
+    if (!walSync || this.unanswered.size > 0 || this.queue.length < 2) return this.queue.length;
     const half = Math.floor(this.queue.length / 2);
-    return half * this.writeMs >= this.walSync.syncMs ? half : this.queue.length;
+    return half * this.writeMs >= walSync.syncMs ? half : this.queue.length;
   }
 
   private onMessage(message: FromWriter): void {
@@ -231,7 +250,7 @@ export class Committer {
     this.writeMs = smoothed(this.writeMs, (now - this.startedAt) / group.length);
     this.startedAt = now; // the group waiting behind it, if any, runs from now
     this.pump();
-    if (!this.walSync) return this.answer(group, outcomes);
+    if (!this.eachCommitSync) return this.answer(group, outcomes);
     this.synced().then(
       () => this.answer(group, outcomes),
       () => {}, // the committer broke, failing the group
