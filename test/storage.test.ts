@@ -1,11 +1,12 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase, StorageError } from '../src/db/open.ts';
+import { createPrivateFolders } from '../src/db/private-file.ts';
 import { pendingSamplesReader } from '../src/planner/store.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
@@ -239,4 +240,22 @@ test('a database of the second schema keeps its devices, and then counts their c
   } finally {
     await service.close();
   }
+});
+
+test("the database's missing folders are made private whatever the umask, each new one synced into its parent; existing ones are left alone", () => {
+  const base = tempDir();
+  const synced: string[] = [];
+  const recordSync = (fd: number) => void synced.push(readlinkSync(`/proc/self/fd/${fd}`));
+  const umask = process.umask(0o277); // takes even the owner's write bit from what mkdir makes
+  try {
+    createPrivateFolders(join(base, 'a', 'b', 'data'), recordSync);
+  } finally {
+    process.umask(umask);
+  }
+  const modes = ['a', 'a/b', 'a/b/data'].map((folder) => (statSync(join(base, folder)).mode & 0o777).toString(8));
+  expect(modes).toEqual(['700', '700', '700']);
+  expect(synced).toEqual([join(base, 'a', 'b'), join(base, 'a'), base]);
+  synced.length = 0;
+  createPrivateFolders(join(base, 'a', 'b', 'data'), recordSync);
+  expect(synced).toEqual([]);
 });

@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
 import { createPrivateFile } from './private-file.ts';
-import { syncPath } from './wal-sync.ts';
+import { syncPath } from './private-file.ts';
 import { workerEntry } from './worker-entry.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;

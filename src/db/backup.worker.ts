@@ -5,7 +5,7 @@
  */
 import { Database } from 'bun:sqlite';
 import { limits } from '../limits.ts';
-import { syncPath } from './wal-sync.ts';
+import { syncPath } from './private-file.ts';
 
 declare const self: Worker;
 

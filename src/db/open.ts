@@ -1,10 +1,10 @@
 /** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
 import { Database } from 'bun:sqlite';
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Durability } from '../config.ts';
 import { limits } from '../limits.ts';
-import { createPrivateFileIfAbsent, PRIVATE_FOLDER_MODE } from './private-file.ts';
+import { createPrivateFileIfAbsent, createPrivateFolders } from './private-file.ts';
 
 /** A reason the database cannot be used; the server refuses to start with it. */
 export class StorageError extends Error {
@@ -32,7 +32,7 @@ export interface OpenOptions {
 export function openDatabase(path: string, durability: Durability, options: OpenOptions = {}): Database {
   let db: Database | undefined;
   try {
-    mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_FOLDER_MODE });
+    createPrivateFolders(dirname(path));
     assertWritable(path);
     // Made here, not by SQLite, which would give it (so its -wal and -shm) the umask's mode; only when
     // absent, so never a file this process holds locks on.

@@ -2,11 +2,36 @@
  * The files the service creates hold every location and all token hashes: they are its owner's alone,
  * whatever the umask. SQLite gives a database's -wal and -shm files the database file's own mode.
  */
-import { closeSync, fchmodSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
-/** A folder the service creates for its database. */
-export const PRIVATE_FOLDER_MODE = 0o700;
+const PRIVATE_FOLDER_MODE = 0o700;
 const PRIVATE_FILE_MODE = 0o600;
+
+/**
+ * Makes `folder` and its missing parents, private whatever the umask (which `mkdir`'s mode passes
+ * through), and syncs each new entry into its parent: a first start's answered writes must not vanish
+ * with a folder a power cut took back. `sync` is a seam for tests.
+ */
+export function createPrivateFolders(folder: string, sync: (fd: number) => void = fsyncSync): void {
+  const first = mkdirSync(folder, { recursive: true, mode: PRIVATE_FOLDER_MODE });
+  if (first === undefined) return;
+  const top = resolve(first);
+  for (let made = resolve(folder); made.length >= top.length; made = dirname(made)) {
+    chmodSync(made, PRIVATE_FOLDER_MODE);
+    syncPath(dirname(made), sync);
+  }
+}
+
+/** Flushes a file or a folder (its entries) to the disk; `sync` is a seam for tests. */
+export function syncPath(path: string, sync: (fd: number) => void = fsyncSync): void {
+  const fd = openSync(path, 'r');
+  try {
+    sync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** Creates the empty file `path`, private; never an existing file, nor where a symbolic link points. */
 export function createPrivateFile(path: string): void {

@@ -10,6 +10,7 @@
 import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StorageError } from './open.ts';
+import { syncPath } from './private-file.ts';
 
 /** Flushes a file's data to the disk; `fdatasync` but for fault drills. */
 export type SyncFile = (fd: number, done: (error: Error | null) => void) => void;
@@ -98,16 +99,6 @@ export class WalSync {
         for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
       } else if (this.waiting.length > 0) this.sync();
     });
-  }
-}
-
-/** Flushes a file or a folder (its entries) to the disk; `sync` is a seam for tests. */
-export function syncPath(path: string, sync: (fd: number) => void = fsyncSync): void {
-  const fd = openSync(path, 'r');
-  try {
-    sync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
