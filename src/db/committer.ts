@@ -8,7 +8,7 @@ import type { FromWriter, ToWriter } from './protocol.ts';
 import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { limits } from '../limits.ts';
 import { StorageError, unusableDatabase } from './open.ts';
-import { smoothed, WalSync, type SyncFile } from './wal-sync.ts';
+import { smoothed, WalClosedError, WalSync, type SyncFile } from './wal-sync.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /** A write that did not commit; `scope` tells whether its whole group was rolled back. */
@@ -61,6 +61,8 @@ export class Committer {
   private startedAt = 0;
   private writeMs = 0;
   private pumpScheduled = false;
+  /** `flush()`'s syncs still running (fast durability). */
+  private readonly flushes = new Set<Promise<void>>();
   private closing: Promise<void> | null = null;
   private broken: Error | null = null;
   private idleWaiters: (() => void)[] = [];
@@ -172,7 +174,12 @@ export class Committer {
   flush(): Promise<void> {
     if (this.broken) return Promise.reject(this.broken);
     if (this.syncsEachCommit || !this.walSync) return Promise.resolve();
-    return this.synced();
+    if (this.stopped) return Promise.reject(new Error('the writer is closed'));
+    const flushing = this.synced();
+    this.flushes.add(flushing);
+    const forget = () => void this.flushes.delete(flushing);
+    flushing.then(forget, forget);
+    return flushing;
   }
 
   /** The WAL's sync when every commit waits for one (FULL durability), else null. */
@@ -188,7 +195,10 @@ export class Committer {
 
   /** Commits what is queued, then closes the writer's connection and stops it. */
   close(): Promise<void> {
-    this.closing ??= this.idle().then(() => this.stopWorker());
+    // The flushes asked for meanwhile (a revocation's) end before the WAL they sync is closed.
+    this.closing ??= this.idle()
+      .then(() => Promise.allSettled([...this.flushes]))
+      .then(() => this.stopWorker());
     return this.closing;
   }
 
@@ -259,6 +269,7 @@ export class Committer {
 
   private synced(): Promise<void> {
     return this.walSync!.durable().catch((error: Error) => {
+      if (error instanceof WalClosedError) throw error; // the committer stopped: no sync failed
       // After a failed sync the kernel may have dropped the pages: nothing can be promised any more.
       this.onCrash(new Error(`writer failed: the WAL's sync failed: ${error.message}`));
       throw error;

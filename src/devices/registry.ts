@@ -96,10 +96,10 @@ export class DeviceRegistry {
     const id = deviceKey(deviceId);
     this.remove(id);
     const device = await this.committer.write('revokeDevice', { id, at: this.now() });
-    // On disk before the answer, even with DURABILITY=fast: a power cut must not bring a stolen token back.
-    await this.committer.flush();
     // Again once committed: a reload while the revocation was under way may have read the row unrevoked.
     this.remove(id);
+    // On disk before the answer, even with DURABILITY=fast: a power cut must not bring a stolen token back.
+    await this.committer.flush();
     return device;
   }
 

@@ -96,7 +96,10 @@ export class PairingBook {
     const collected = await this.markCollected(request, deviceId);
     this.forget(request);
     // Revoked by the owner after approving (a change of mind): the car learns it is not paired.
-    if (!collected) return { status: 'denied' };
+    if (!collected) {
+      this.log.info('pairing.revoked_before_collection', { installation: installationId, device: deviceId });
+      return { status: 'denied' };
+    }
     this.log.info('pairing.collected', { installation: installationId, device: deviceId });
     return { status: 'approved', token, deviceId, installationId };
   }

@@ -303,6 +303,29 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await stop();
   });
 
+  test('DURABILITY=fast syncs on demand: flush() waits for a sync, and a stop waits for the flushes under way', async () => {
+    await withHeldSyncs('fast-flush', { durability: 'fast' }, async ({ committer, syncs }) => {
+      const broken: string[] = [];
+      committer.onBroken = (error) => void broken.push(error.message);
+      await committer.write('insertDevice', device('a'));
+      expect(syncs.calls).toEqual([]); // the write alone: no sync
+      const flushed: string[] = [];
+      const first = committer.flush().then(() => void flushed.push('first'));
+      const second = committer.flush().then(() => void flushed.push('second')); // behind the first's sync
+      let closed = false;
+      const closing = committer.close().then(() => (closed = true));
+      await Bun.sleep(20);
+      expect([syncs.calls.length, flushed, closed]).toEqual([1, [], false]);
+      syncs.calls[0]!.finish();
+      for (let waited = 0; (syncs.calls.length < 2 || flushed.length < 1) && waited < 5000; waited += 5) await Bun.sleep(5);
+      expect([flushed, closed]).toEqual([['first'], false]);
+      syncs.calls[1]!.finish();
+      await Promise.all([first, second, closing]);
+      expect([flushed, closed, broken]).toEqual([['first', 'second'], true, []]);
+      expect(await committer.flush().then(() => 'flushed', (error: Error) => error.message)).toBe('the writer is closed');
+    });
+  });
+
   test("one write per group (the benchmark baseline) commits and syncs each write itself, as SQLite's FULL", async () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('lone-commits', { maxGroupWrites: 1, syncFile: syncs.syncFile });
