@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -254,8 +254,14 @@ test("the database's missing folders are made private whatever the umask, each n
   }
   const modes = ['a', 'a/b', 'a/b/data'].map((folder) => (statSync(join(base, folder)).mode & 0o777).toString(8));
   expect(modes).toEqual(['700', '700', '700']);
-  expect(synced).toEqual([join(base, 'a', 'b'), join(base, 'a'), base]);
+  expect(synced).toEqual([base, join(base, 'a'), join(base, 'a', 'b')]);
   synced.length = 0;
   createPrivateFolders(join(base, 'a', 'b', 'data'), recordSync);
   expect(synced).toEqual([]);
+  // `m/..` names a folder that exists: made through the missing `m`, it keeps its mode.
+  mkdirSync(join(base, 'shared'), { mode: 0o755 });
+  createPrivateFolders(`${base}/m/../shared/ev`, recordSync); // not join(), which would drop `m/..`
+  const modeOf = (folder: string) => (statSync(join(base, folder)).mode & 0o777).toString(8);
+  expect([modeOf('shared'), modeOf('shared/ev'), modeOf('m')]).toEqual(['755', '700', '700']);
+  expect(synced).toEqual([base, join(base, 'shared')]);
 });

@@ -2,8 +2,8 @@
  * The files the service creates hold every location and all token hashes: they are its owner's alone,
  * whatever the umask. SQLite gives a database's -wal and -shm files the database file's own mode.
  */
-import { chmodSync, closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 const PRIVATE_FOLDER_MODE = 0o700;
 const PRIVATE_FILE_MODE = 0o600;
@@ -14,12 +14,25 @@ const PRIVATE_FILE_MODE = 0o600;
  * with a folder a power cut took back. `sync` is a seam for tests.
  */
 export function createPrivateFolders(folder: string, sync: (fd: number) => void = fsyncSync): void {
-  const first = mkdirSync(folder, { recursive: true, mode: PRIVATE_FOLDER_MODE });
-  if (first === undefined) return;
-  const top = resolve(first);
-  for (let made = resolve(folder); made.length >= top.length; made = dirname(made)) {
-    chmodSync(made, PRIVATE_FOLDER_MODE);
-    syncPath(dirname(made), sync);
+  // Walked as the kernel resolves the path (`..` after a link included), outermost first, one level at a
+  // time: each is private before the next goes in it, and one that exists (`m/..`) is never touched.
+  const missing: string[] = [];
+  for (let path = folder; !existsSync(path); path = dirname(path)) missing.unshift(path);
+  for (const path of missing) {
+    if (!madeFolder(path)) continue;
+    chmodSync(path, PRIVATE_FOLDER_MODE);
+    syncPath(dirname(path), sync);
+  }
+}
+
+/** Makes one folder; false when it exists (a `..` step, or another process made it meanwhile). */
+function madeFolder(path: string): boolean {
+  try {
+    mkdirSync(path, { mode: PRIVATE_FOLDER_MODE });
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
   }
 }
 
