@@ -138,7 +138,7 @@ class Unusable {
 function storedValue(field: SampleField, value: unknown): number | string | Unusable {
   switch (field.kind) {
     case 'number': {
-      const shown = () => (field.pairedWith ? 'value' : quote(value));
+      const shown = () => (isLocation(field) ? 'value' : quote(value));
       if (typeof value !== 'number') return new Unusable(`${shown()} is not a number`);
       if (value < field.min || value > field.max) {
         return new Unusable(`${shown()} is out of range ${field.min}..${field.max}`);
