@@ -109,7 +109,7 @@ function secretForms(name: string): [string, string] {
 }
 
 /** Empty counts as unset. */
-function isSet(value: string | undefined): boolean {
+function isSet(value: string | undefined): value is string {
   return value !== undefined && value !== '';
 }
 
@@ -144,7 +144,7 @@ function withSecrets(env: Env): Env {
 /** The file `<name>_FILE` names, if it is set (empty counts as unset). */
 function secretFilePath(env: Env, name: string): string | undefined {
   const path = env[`${name}_FILE`];
-  return path === '' ? undefined : path;
+  return isSet(path) ? path : undefined;
 }
 
 function readSecretFile(name: string, path: string): string {
@@ -221,7 +221,7 @@ export function serveConfig(env: Env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
     ingestToken: ingestToken(env),
-    approvalPassword: approvalPasswordApartFromToken(env),
+    approvalPassword: approvalPassword(env),
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
     host: nonEmpty(env.HOST) ?? '0.0.0.0',
@@ -242,23 +242,18 @@ function ingestToken(env: Env): string {
   return value;
 }
 
-/** Every car app holds the shared token: as the approval password it would let any of them approve and revoke. */
-function approvalPasswordApartFromToken(env: Env): string | null {
-  const password = approvalPassword(env);
-  if (password !== null && password === env.INGEST_TOKEN) {
-    throw new ConfigError('APPROVAL_PASSWORD must differ from INGEST_TOKEN, which every car app holds; unset it to turn pairing off');
-  }
-  return password;
-}
-
 function approvalPassword(env: Env): string | null {
   const value = env.APPROVAL_PASSWORD;
-  if (value === undefined || value === '') return null;
+  if (!isSet(value)) return null;
   refuseUnsendable(env, 'APPROVAL_PASSWORD', value);
   if (value.length < limits.approvalPasswordMinChars) {
     throw new ConfigError(
       `APPROVAL_PASSWORD must have at least ${limits.approvalPasswordMinChars} characters (it has ${value.length}); unset it to turn pairing off`,
     );
+  }
+  // Every car app holds the shared token: as the approval password it would let any of them approve and revoke.
+  if (value === env.INGEST_TOKEN) {
+    throw new ConfigError('APPROVAL_PASSWORD must differ from INGEST_TOKEN, which every car app holds; unset it to turn pairing off');
   }
   return value;
 }
