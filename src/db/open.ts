@@ -71,7 +71,7 @@ function assertWritable(path: string): void {
 }
 
 /** Why this process may not write `path` (EACCES, EROFS, EPERM), or undefined when it may. */
-function writeRefusal(path: string): string | undefined {
+export function writeRefusal(path: string): string | undefined {
   try {
     accessSync(path, constants.W_OK);
     return undefined;

@@ -7,8 +7,8 @@
  * migrate a database whose schema is older than theirs: the server holding it then is an earlier one.
  */
 import { Database } from 'bun:sqlite';
-import { accessSync, constants, existsSync } from 'node:fs';
-import { databaseFile, sqliteCode, StorageError, unusableDatabase } from './open.ts';
+import { existsSync } from 'node:fs';
+import { databaseFile, sqliteCode, StorageError, unusableDatabase, writeRefusal } from './open.ts';
 import { createPrivateFileIfAbsent } from './private-file.ts';
 
 export interface ServerLock {
@@ -31,7 +31,8 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
     // Private, as the database beside it. Opening it here is safe: no lock is held on a file that did not exist.
     createPrivateFileIfAbsent(lockPath);
     lock = new Database(lockPath, { create: true });
-    accessSync(lockPath, constants.W_OK);
+    const refused = writeRefusal(lockPath);
+    if (refused) throw unusableDatabase(databasePath, `its lock file ${lockPath} must be writable (${refused})`);
     lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
     lock.run('PRAGMA journal_mode = MEMORY'); // nothing is written: no -journal file beside it
     // Held open until release: the exclusive lock on the (empty) file is taken now and kept.
@@ -39,6 +40,7 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
     return { release: () => lock!.close() };
   } catch (error) {
     lock?.close();
+    if (error instanceof StorageError) throw error;
     if (sqliteCode(error) === 'SQLITE_BUSY') throw new StorageError(busyRefusal(databasePath, taker));
     throw unusableDatabase(databasePath, `its lock file ${lockPath}: ${(error as Error).message}`);
   }
