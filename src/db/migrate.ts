@@ -9,11 +9,14 @@ interface MigratingOrm {
   session: unknown;
 }
 
+/** The drizzle-kit migrations, inlined at build time: once, each call of the macro inlining them all again. */
+const MIGRATIONS = embeddedMigrations();
+
 /**
- * Applies the drizzle-kit migrations (inlined at build time) that this database has not seen yet;
- * `migrations` narrows them, for tests that build a database of an earlier schema.
+ * Applies the migrations that this database has not seen yet; `migrations` narrows them, for tests that
+ * build a database of an earlier schema.
  */
-export function migrate(db: Database, migrations: unknown[] = embeddedMigrations()): void {
+export function migrate(db: Database, migrations: unknown[] = MIGRATIONS): void {
   const orm = drizzle(db) as unknown as MigratingOrm;
   try {
     orm.dialect.migrate(migrations, orm.session, {});
@@ -23,9 +26,9 @@ export function migrate(db: Database, migrations: unknown[] = embeddedMigrations
 }
 
 /** Whether `migrate` would change this database: a migration newer than the last one it recorded, or none recorded. */
-export function migrationsPending(db: Database, migrations: { folderMillis: number }[] = embeddedMigrations()): boolean {
+export function migrationsPending(db: Database): boolean {
   const table = db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
-  if (table === null) return migrations.length > 0;
+  if (table === null) return MIGRATIONS.length > 0;
   const last = db.query<{ at: number | null }, []>('SELECT max(created_at) AS at FROM __drizzle_migrations').get()?.at ?? -Infinity;
-  return migrations.some((migration) => migration.folderMillis > last);
+  return MIGRATIONS.some((migration) => migration.folderMillis > last);
 }
