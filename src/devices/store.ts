@@ -75,23 +75,28 @@ const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) 
   db.query('UPDATE devices SET last_seen_at = $at WHERE id = $id').run({ id, at });
 };
 
-/** Records that the car has its token: from now on the device outlives a restart. */
-/** Marks an active device's token collected; false when the owner revoked it before the car came for it. */
+/**
+ * Records that the car has its token, so the device outlives a restart; false when the owner revoked it
+ * before the car came for it.
+ */
 const markCollected: WriteOp<{ id: string }, boolean> = (db, { id }) =>
   db.query('UPDATE devices SET awaiting_collection = 0 WHERE id = $id AND revoked_at IS NULL RETURNING id').get({ id }) !== null;
+
+/** An active device whose token its car has not collected yet. */
+const UNCOLLECTED = 'awaiting_collection = 1 AND revoked_at IS NULL';
 
 /** Revokes every active device still awaiting its collection; answers their ids. */
 const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
   db
     .query<{ id: string }, { at: number }>(
-      'UPDATE devices SET revoked_at = $at WHERE awaiting_collection = 1 AND revoked_at IS NULL RETURNING id',
+      `UPDATE devices SET revoked_at = $at WHERE ${UNCOLLECTED} RETURNING id`,
     )
     .all({ at })
     .map((row) => row.id);
 
 /** Whether some active device still awaits its collection (a read: most starts then need no write). */
 export function hasUncollectedDevices(db: Database): boolean {
-  return db.query('SELECT 1 FROM devices WHERE awaiting_collection = 1 AND revoked_at IS NULL LIMIT 1').get() !== null;
+  return db.query(`SELECT 1 FROM devices WHERE ${UNCOLLECTED} LIMIT 1`).get() !== null;
 }
 
 export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };
