@@ -125,7 +125,7 @@ export class Committer {
 
   write<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
     if (this.closing || this.broken) {
-      return Promise.reject(this.broken ?? new Error('the writer is closed'));
+      return Promise.reject(this.broken ?? closedError());
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ write: { op, args }, resolve: resolve as (value: unknown) => void, reject });
@@ -140,7 +140,7 @@ export class Committer {
    */
   writerPragma(pragma: string): Promise<unknown[]> {
     if (!/^[a-z_]+( = \d+)?$/.test(pragma)) return Promise.reject(new Error(`not a simple pragma: ${pragma}`));
-    if (this.closing || this.broken) return Promise.reject(this.broken ?? new Error('the writer is closed'));
+    if (this.closing || this.broken) return Promise.reject(this.broken ?? closedError());
     return new Promise((resolve, reject) => {
       this.pragmaWaiters.push({ resolve: resolve as (value: unknown) => void, reject });
       post(this.worker, { type: 'pragma', pragma });
@@ -174,7 +174,7 @@ export class Committer {
   flush(): Promise<void> {
     if (this.broken) return Promise.reject(this.broken);
     if (this.syncsEachCommit || !this.walSync) return Promise.resolve();
-    if (this.stopped) return Promise.reject(new Error('the writer is closed'));
+    if (this.stopped) return Promise.reject(closedError());
     const flushing = this.synced();
     this.flushes.add(flushing);
     const forget = () => void this.flushes.delete(flushing);
@@ -325,6 +325,8 @@ export class Committer {
     this.walSync?.close();
   }
 }
+
+const closedError = () => new Error('the writer is closed');
 
 function post(worker: Worker, message: ToWriter): void {
   worker.postMessage(message);
