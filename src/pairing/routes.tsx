@@ -25,6 +25,7 @@ import {
   PAGE_HEADERS,
   pageAnswer,
   wrongPasswordText,
+  type BackLink,
   type PageAnswer,
 } from './page.tsx';
 
@@ -53,8 +54,8 @@ const UNKNOWN_CODE =
 const NOT_A_CODE = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
 
 /** The code page for a code that is not open: why, as far as the page can tell, and what was typed, to fix in place. */
-const closedCode = (typed: string | null) =>
-  pageAnswer(404, <CodePage notice={parseUserCode(typed) === null ? NOT_A_CODE : UNKNOWN_CODE} typed={typed} />);
+const closedCode = (typed: string | null, code: string | null) =>
+  pageAnswer(404, <CodePage notice={code === null ? NOT_A_CODE : UNKNOWN_CODE} typed={typed} />);
 
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
@@ -87,7 +88,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     if (input === null) return pageAnswer(200, <CodePage />);
     const code = parseUserCode(input);
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return closedCode(input);
+    if (!pairing) return closedCode(input, code);
     const { state } = pairing.standing;
     if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={lockNotice(lock)} />);
     if (state === 'approving') return beingApprovedPage(pairing);
@@ -105,15 +106,13 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     const typed = form.get('code');
     const code = parseUserCode(typed);
     const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return closedCode(typed);
+    if (!pairing) return closedCode(typed, code);
     // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
     if (lock.check(form.get('password')) !== 'right') {
       log.warn('pair.wrong_password', { installation: pairing.installationId });
       const nowLocked = lock.retryAfterSeconds();
       return nowLocked > 0
-        ? pageAnswer(403, <MessagePage title="Wrong password" text={lockedText(nowLocked)} back={{ code: pairing.userCode, text: 'Back to this car' }} />, {
-            'Retry-After': String(nowLocked),
-          })
+        ? lockoutPage(403, 'Wrong password', nowLocked, { code: pairing.userCode, text: 'Back to this car' })
         : pageAnswer(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={wrongPasswordText(lock.triesLeft())} />);
     }
     const decision = form.get('decision');
@@ -122,7 +121,7 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     }
     const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
-    if (result === 'expired') return closedCode(typed);
+    if (result === 'expired') return closedCode(typed, code);
     if (result === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
@@ -194,8 +193,12 @@ function lockedPage(lock: ApprovalLock, request: Request): PageAnswer | null {
   const seconds = lock.retryAfterSeconds();
   if (seconds === 0) return null;
   const code = parseUserCode(new URL(request.url).searchParams.get('code'));
-  const back = code === null ? { text: 'Enter a code' } : { code, text: 'Back to this car' };
-  return pageAnswer(429, <MessagePage title="Locked for now" text={lockedText(seconds)} back={back} />, { 'Retry-After': String(seconds) });
+  return lockoutPage(429, 'Locked for now', seconds, code === null ? { text: 'Enter a code' } : { code, text: 'Back to this car' });
+}
+
+/** A page saying the lockout's seconds, with `Retry-After` and a link on that does not send the form again. */
+function lockoutPage(status: 403 | 429, title: string, seconds: number, back: BackLink): PageAnswer {
+  return pageAnswer(status, <MessagePage title={title} text={lockedText(seconds)} back={back} />, { 'Retry-After': String(seconds) });
 }
 
 /** Said on the approval page during a lockout, so that nobody types the password only to be refused. */
