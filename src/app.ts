@@ -14,6 +14,7 @@ import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
 import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
+import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
@@ -71,7 +72,12 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     pairing?.book.stop();
   };
 
-  return { app, auth, devices, pairing, consumption, planner, ready, stop };
+  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
+  const listenerHeaders = pairing ? pageHeadersOf : noHeaders;
+
+  return { app, auth, devices, pairing, consumption, planner, ready, stop, listenerHeaders };
 }
+
+const noHeaders = (_path: string): Readonly<Record<string, string>> => ({});
 
 export type Service = ReturnType<typeof createApp>;

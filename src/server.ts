@@ -7,7 +7,6 @@ import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
-import { pageHeadersOf } from './pairing/page.tsx';
 import { VERSION } from './version.ts';
 
 export interface Running {
@@ -36,7 +35,7 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
 
   let server: ReturnType<typeof listen>;
   try {
-    server = listen(service.app.fetch, config, log, timeouts, service.pairing ? pageHeadersOf : noHeaders);
+    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders);
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
