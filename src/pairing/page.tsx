@@ -29,6 +29,9 @@ const styleHash = createHash('sha256').update(safeStyle).digest('base64');
 /** `Cache-Control` of every answer holding a secret: the pages, and the car's pairing id and token (RFC 6749 5.1). */
 export const NO_STORE = 'no-store';
 
+/** The approval page's path. */
+export const PAIR_PATH = '/pair';
+
 /** Headers of every `/pair` answer: no script, no framing, nothing cached, no referrer leaking the code. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
@@ -44,7 +47,7 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
  */
 export function pageHeadersOf(path: string): Readonly<Record<string, string>> {
   const resolved = URL.parse(path, 'http://localhost')?.pathname;
-  return resolved === '/pair' || resolved === '/pair/' ? PAGE_HEADERS : {};
+  return resolved === PAIR_PATH || resolved === `${PAIR_PATH}/` ? PAGE_HEADERS : {};
 }
 
 /** A page to answer with: its status, the page, and headers beyond `PAGE_HEADERS`. */

@@ -23,6 +23,7 @@ import {
   NO_STORE,
   OutcomePage,
   PAGE_HEADERS,
+  PAIR_PATH,
   pageAnswer,
   wrongPasswordText,
   type BackLink,
@@ -130,9 +131,9 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
     .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
     .use(carRoutes(book, config, bodyBounds))
-    .get('/pair', page(showCode))
-    .post('/pair', page(decide), handlerReadsBody)
-    .all('/pair', page(notAllowed), handlerReadsBody);
+    .get(PAIR_PATH, page(showCode))
+    .post(PAIR_PATH, page(decide), handlerReadsBody)
+    .all(PAIR_PATH, page(notAllowed), handlerReadsBody);
 }
 
 /**
