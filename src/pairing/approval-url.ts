@@ -1,10 +1,11 @@
 /** The address the car's QR code leads to: PUBLIC_URL, else the request's own origin. */
 import type { Config } from '../config.ts';
+import { PAIR_PATH } from './page.tsx';
 
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 export function approvalUrl(config: Pick<Config, 'publicUrl' | 'trustProxy'>, request: Request, userCode: string): string {
-  return `${config.publicUrl || requestOrigin(request, config.trustProxy)}/pair?code=${userCode}`;
+  return `${config.publicUrl || requestOrigin(request, config.trustProxy)}${PAIR_PATH}?code=${userCode}`;
 }
 
 /** Scheme and `Host` of a request; behind a trusted proxy the first forwarded values win. */
