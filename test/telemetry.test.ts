@@ -439,7 +439,7 @@ describe('refusing a batch', () => {
     ['plannerSentUtc negative', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: -1 }, 'plannerSentUtc must be a non-negative integer'],
     ['plannerSentUtc not whole', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 1.5 }, 'plannerSentUtc must be a non-negative integer'],
     ['plannerSentUtc a string', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: '5' }, 'plannerSentUtc must be a non-negative integer'],
-    ['plannerSentUtc beyond 64 bits', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 }, 'plannerSentUtc must be a non-negative integer'],
+    ['plannerSentUtc beyond 64 bits', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 }, 'plannerSentUtc must be at most 2^63 (a 64-bit integer)'],
   ];
 
   test.each(cases)('%s is 400 naming the field, nothing stored', async (_name, fields, error) => {

@@ -44,9 +44,8 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
   const installationId = uuid(body.installationId, 'installationId');
   const samples = array(body.samples, 'samples', Number.POSITIVE_INFINITY); // the body cap bounds it
   const plannerSentUtc = body.plannerSentUtc ?? 0;
-  if (!Number.isInteger(plannerSentUtc) || (plannerSentUtc as number) < 0 || (plannerSentUtc as number) > PLANNER_SENT_UTC_MAX) {
-    invalid('plannerSentUtc', 'must be a non-negative integer');
-  }
+  if (!Number.isInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) invalid('plannerSentUtc', 'must be a non-negative integer');
+  if ((plannerSentUtc as number) > PLANNER_SENT_UTC_MAX) invalid('plannerSentUtc', 'must be at most 2^63 (a 64-bit integer)');
 
   const latestUtc = Math.floor(nowMs / 1000) + UTC_MAX_AHEAD_S;
   const notes: (string[] | undefined)[] = new Array(samples.length);
