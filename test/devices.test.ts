@@ -7,7 +7,18 @@ import { tokenHash } from '../src/devices/token.ts';
 import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
-import { answer, heldSyncs, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, type TestService } from './support.ts';
+import {
+  answer,
+  heldSyncs,
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  runDevicesCommand,
+  startTestService,
+  tempDir,
+  testConfig,
+  waitUntil,
+  type TestService,
+} from './support.ts';
 import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
 
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -90,10 +101,14 @@ describe('POST /v1/devices/{id}/revoke', () => {
     expect(syncs.calls).toEqual([]); // fast: the pairing's writes are not synced
     let answered = false;
     const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
-    for (let waited = 0; syncs.calls.length === 0 && waited < 5000; waited += 5) await Bun.sleep(5);
-    expect([syncs.calls.length, answered]).toEqual([1, false]);
-    syncs.calls[0]!.finish();
-    expect((await revoking).status).toBe(200);
+    try {
+      await waitUntil(() => syncs.calls.length > 0);
+      expect([syncs.calls.length, answered]).toEqual([1, false]);
+      syncs.calls[0]!.finish();
+      expect((await revoking).status).toBe(200);
+    } finally {
+      syncs.release(); // a failed expectation must not leave the service's close waiting on a held sync
+    }
   });
 });
 
@@ -254,18 +269,7 @@ describe('lastSeenAt', () => {
 describe('ev-ingest devices', () => {
   /** Server settings that would stop the server: the command reads none of them. */
   const unusable = { DURABILITY: 'sometimes', LOG_LEVEL: 'loud', INGEST_TOKEN_FILE: '/nonexistent/token' };
-  const cli = (databasePath: string, ...args: string[]) =>
-    Bun.spawn(['bun', join(import.meta.dir, '../src/main.ts'), 'devices', ...args], {
-      cwd: tempDir(), // no .env of the checkout
-      env: { PATH: process.env.PATH, DATABASE_PATH: databasePath, ...unusable },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
-  const run = async (databasePath: string, ...args: string[]) => {
-    const child = cli(databasePath, ...args);
-    const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
-    return { code, stdout, stderr };
-  };
+  const run = (databasePath: string, ...args: string[]) => runDevicesCommand(databasePath, args, unusable);
 
   test('revoke (an id in any case) is honoured by a running server at its next check; list shows it', async () => {
     const service = await start();

@@ -16,6 +16,7 @@ import {
   OWNER_TOKEN,
   startTestService,
   tempDir,
+  waitUntil,
   type TestService,
 } from './support.ts';
 
@@ -97,14 +98,6 @@ function seedPending(target: TestService, installations: string | string[], samp
 /** Test fixture: withdraws every waiting sample, as a batch whose plannerSentUtc covers them does. */
 function withdrawPending(target: TestService): void {
   changeDatabase(target, (db) => db.run(`UPDATE samples SET planner_state = ${PlannerState.none} WHERE planner_state = ${PlannerState.pending}`));
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await Bun.sleep(5);
-  }
 }
 
 /** Makes the next `count` writes of `op` fail as a full disk would; answers a function that ends the failures. */

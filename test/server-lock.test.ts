@@ -10,7 +10,7 @@ import { takeServerLock } from '../src/db/server-lock.ts';
 import { openStorage } from '../src/db/storage.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
-import { refusedStart, tempDir, testConfig } from './support.ts';
+import { immutable, refusedStart, runDevicesCommand, tempDir, testConfig } from './support.ts';
 
 const servers: Running[] = [];
 afterEach(async () => {
@@ -97,13 +97,13 @@ test('a lock file the server cannot write refuses the start instead of leaving i
   const config = testConfig(tempDir());
   const lockPath = `${config.databasePath}.lock`;
   writeFileSync(lockPath, '');
-  expect(Bun.spawnSync(['chattr', '+i', lockPath]).exitCode).toBe(0);
+  const undo = immutable(lockPath);
   try {
     const refused = await refusedStart(config);
     expect(refused).toBeInstanceOf(StorageError);
     expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${lockPath} must be writable (EPERM)`);
   } finally {
-    Bun.spawnSync(['chattr', '-i', lockPath]);
+    undo();
   }
 });
 
@@ -114,12 +114,8 @@ function earlierDatabase() {
   migrate(db, embeddedMigrations().slice(0, -1));
   const applied = () => db.query('SELECT count(*) AS n FROM __drizzle_migrations').get();
   const devicesList = async () => {
-    const child = Bun.spawn(['bun', join(import.meta.dir, '../src/main.ts'), 'devices', 'list'], {
-      cwd: tempDir(),
-      env: { PATH: process.env.PATH, DATABASE_PATH: path },
-      stderr: 'pipe',
-    });
-    return { code: await child.exited, stderr: await new Response(child.stderr).text() };
+    const { code, stderr } = await runDevicesCommand(path, ['list']);
+    return { code, stderr };
   };
   return { path, db, applied, devicesList };
 }

@@ -12,7 +12,7 @@ import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import journal from '../drizzle/meta/_journal.json' with { type: 'json' };
-import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir } from './support.ts';
+import { immutable, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir } from './support.ts';
 
 const T0 = 1_764_080_000;
 
@@ -36,12 +36,6 @@ test('a path that cannot hold a database is refused with one message naming DATA
     expect((refused as Error).message).not.toContain('\n');
   }
 });
-
-/** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
-function immutable(path: string): () => void {
-  expect(Bun.spawnSync(['chattr', '+i', path]).exitCode).toBe(0);
-  return () => Bun.spawnSync(['chattr', '-i', path]);
-}
 
 /** Why openStorage refuses `path`, or null when it opens. */
 async function refusal(path: string): Promise<string | null> {

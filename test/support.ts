@@ -122,6 +122,33 @@ export async function startTestService(
   };
 }
 
+/** `ev-ingest devices …` from source in a process of its own, in a folder without the checkout's `.env`. */
+export async function runDevicesCommand(databasePath: string, args: string[], env: Record<string, string> = {}) {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), 'devices', ...args], {
+    cwd: tempDir(),
+    env: { PATH: process.env.PATH, DATABASE_PATH: databasePath, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
+/** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
+export function immutable(path: string): () => void {
+  if (Bun.spawnSync(['chattr', '+i', path]).exitCode !== 0) throw new Error(`chattr +i ${path} failed`);
+  return () => void Bun.spawnSync(['chattr', '-i', path]);
+}
+
+/** Waits, polling every few ms, until `condition` holds; throws after `timeoutMs` so a test fails on its assertion, not its timeout. */
+export async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await Bun.sleep(5);
+  }
+}
+
 /** A WAL sync the test finishes by hand; records the file of each call. */
 export function heldSyncs() {
   const calls: { fd: number; finished: boolean; finish(error?: Error): void }[] = [];

@@ -3,7 +3,7 @@
  * answered survives a crash of the process (both modes) or of the machine (`full`, by a sync of the WAL).
  */
 import { Database } from 'bun:sqlite';
-import { describe, expect, test } from 'bun:test';
+import { describe, expect, spyOn, test } from 'bun:test';
 import { fstatSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Committer, WriteError, type CommitterOptions } from '../../src/db/committer.ts';
@@ -12,7 +12,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { openStorage } from '../../src/db/storage.ts';
 import { WalSync, type SyncFile } from '../../src/db/wal-sync.ts';
-import { heldSyncs, tempDir, INSTALLATION, type HeldSyncs } from '../support.ts';
+import { heldSyncs, tempDir, INSTALLATION, waitUntil, type HeldSyncs } from '../support.ts';
 
 const dir = tempDir('ev-ingest-committer-');
 
@@ -65,11 +65,6 @@ describe('the writer connection', () => {
     }
   });
 });
-
-/** Waits (polling, a few ms at a time) until `condition` holds. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await Bun.sleep(2);
-}
 
 /** Polls `condition` for up to `ms` without giving this thread's event loop a turn; answers whether it came true. */
 function cameTrueWhileBusy(condition: () => boolean, ms = 3000): boolean {
@@ -165,7 +160,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await withHeldSyncs('held-sync', {}, async ({ path, committer, syncs }) => {
       const answered: string[] = [];
       const first = committer.write('insertDevice', device('first')).then(() => answered.push('first'));
-      await until(() => syncs.calls.length === 1);
+      await waitUntil(() => syncs.calls.length === 1);
       expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(`${path}-wal`).ino);
       expect(deviceIds(path)).toEqual(new Set(['first'])); // committed, not yet answered
       const second = committer.write('insertDevice', device('second')).then(() => answered.push('second'));
@@ -187,7 +182,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   test('close() waits for a sync still running before it stops the writer', async () => {
     await withHeldSyncs('close-held', {}, async ({ committer, syncs }) => {
       const written = committer.write('insertDevice', device('waiting'));
-      await until(() => syncs.calls.length === 1);
+      await waitUntil(() => syncs.calls.length === 1);
       let closed = false;
       const closing = committer.close().then(() => (closed = true));
       await Bun.sleep(20);
@@ -238,7 +233,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       await committer.durable(); // nothing written: nothing to wait for, no sync
       expect(syncs.calls).toHaveLength(0);
       const written = committer.write('insertDevice', device('in-flight'));
-      await until(() => syncs.calls.length === 1); // committed, its sync held
+      await waitUntil(() => syncs.calls.length === 1); // committed, its sync held
       let durable = false;
       const waiting = committer.durable().then(() => (durable = true));
       syncs.calls[0]!.finish();
@@ -256,7 +251,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   test('after a failed sync durable() refuses, and no later sync is trusted', async () => {
     await withHeldSyncs('durable-failed', {}, async ({ committer, syncs }) => {
       const written = committer.write('insertDevice', device('lost')).then(() => 'answered', (error: Error) => error.message);
-      await until(() => syncs.calls.length === 1);
+      await waitUntil(() => syncs.calls.length === 1);
       const waiting = committer.durable().then(() => 'durable', (error: Error) => error.message);
       syncs.calls[0]!.finish(new Error('EIO'));
       expect(await written).toBe("writer failed: the WAL's sync failed: EIO");
@@ -274,7 +269,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     symlinkSync(join(real, 'linked.db'), join(dir, 'link.db'));
     await withHeldSyncs('link', { path: join(dir, 'link.db') }, async ({ committer, syncs }) => {
       const written = committer.write('insertDevice', device('through-link'));
-      await until(() => syncs.calls.length === 1);
+      await waitUntil(() => syncs.calls.length === 1);
       expect(fstatSync(syncs.calls[0]!.fd).ino).toBe(statSync(join(real, 'linked.db-wal')).ino);
       syncs.calls[0]!.finish();
       await written;
@@ -295,10 +290,12 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await stop();
   });
 
-  test('DURABILITY=fast never syncs the WAL', async () => {
+  test('DURABILITY=fast never syncs the WAL, not even for durable() (the planner asks it at every read)', async () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('fast-no-sync', { durability: 'fast', syncFile: syncs.syncFile });
-    await Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
+    const writes = Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
+    await committer.durable(); // at once, though writes are under way
+    await writes;
     expect(syncs.calls).toEqual([]);
     await stop();
   });
@@ -317,12 +314,36 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       await Bun.sleep(20);
       expect([syncs.calls.length, flushed, closed]).toEqual([1, [], false]);
       syncs.calls[0]!.finish();
-      for (let waited = 0; (syncs.calls.length < 2 || flushed.length < 1) && waited < 5000; waited += 5) await Bun.sleep(5);
+      await waitUntil(() => syncs.calls.length === 2 && flushed.length === 1);
       expect([flushed, closed]).toEqual([['first'], false]);
       syncs.calls[1]!.finish();
       await Promise.all([first, second, closing]);
       expect([flushed, closed, broken]).toEqual([['first', 'second'], true, []]);
       expect(await committer.flush().then(() => 'flushed', (error: Error) => error.message)).toBe('the writer is closed');
+    });
+  });
+
+  test('a flush asked as the stop closes the WAL is refused as closed, not taken for a failed sync', async () => {
+    await withHeldSyncs('fast-flush-stop', { durability: 'fast' }, async ({ committer, syncs }) => {
+      const broken: string[] = [];
+      committer.onBroken = (error) => void broken.push(error.message);
+      const walClosed = spyOn(WalSync.prototype, 'close');
+      try {
+        await committer.write('insertDevice', device('a'));
+        const first = committer.flush();
+        const closing = committer.close();
+        await Bun.sleep(0); // the stop has taken the flushes under way: the first
+        const second = committer.flush(); // after that: it waits for the next sync
+        syncs.calls[0]!.finish(); // the first ends, the second's sync starts, the stop goes on
+        const third = committer.flush(); // behind the second's sync as the stop closes the WAL
+        await waitUntil(() => walClosed.mock.calls.length === 1);
+        syncs.release();
+        const outcomes = await Promise.all([first, second, third].map((flush) => flush.then(() => 'synced', (error: Error) => error.name)));
+        await closing;
+        expect([outcomes, broken]).toEqual([['synced', 'synced', 'WalClosedError'], []]);
+      } finally {
+        walClosed.mockRestore();
+      }
     });
   });
 
@@ -382,11 +403,11 @@ describe('the next group', () => {
       expect(answered).toEqual([]);
       expect(syncs.calls.length).toBe(1); // began after a's commit; b and c wait for the next
       syncs.calls[0]!.finish();
-      await until(() => answered.length === 1);
+      await waitUntil(() => answered.length === 1);
       expect(answered).toEqual(['a']);
       expect(syncs.calls.length).toBe(2);
       syncs.calls[1]!.finish();
-      await until(() => answered.length === 3);
+      await waitUntil(() => answered.length === 3);
       expect(answered).toEqual(['a', 'b', 'c']);
       expect(committer.stats).toEqual({ groups: 2, writes: 3, syncs: 2 });
     });
