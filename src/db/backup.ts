@@ -3,7 +3,7 @@
  * while the server goes on writing. `VACUUM INTO` reads one WAL snapshot (a plain file copy of a WAL
  * database would miss or tear the commits still in the -wal file).
  */
-import { existsSync, linkSync, lstatSync, rmSync, statSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
@@ -13,10 +13,14 @@ import { workerEntry } from './worker-entry.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
 
+/** Gives the file `existing` the second name `target`; `linkSync` but for tests of file systems without hard links. */
+export type LinkFile = (existing: string, target: string) => void;
+
 export async function backupCommand(
   args: string[],
   out: Out = toStdout,
   err: Out = toStderr,
+  link: LinkFile = linkSync,
 ): Promise<number> {
   const notOperands = helpOrOption(args, BACKUP_USAGE, out, err);
   if (notOperands !== undefined) return notOperands;
@@ -26,7 +30,7 @@ export async function backupCommand(
   const databasePath = commandDatabasePath();
   const leftBehind: Out = (leftover) => err(`ev-ingest: ${leftover}\n`);
   try {
-    const bytes = await stoppableBySignal((stopped) => backupDatabase(databasePath, args[0]!, stopped, leftBehind));
+    const bytes = await stoppableBySignal((stopped) => backupDatabase(databasePath, args[0]!, { stopped, leftBehind, link }));
     out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);
     return 0;
   } catch (error) {
@@ -35,28 +39,71 @@ export async function backupCommand(
   }
 }
 
+interface BackupRun {
+  /** Rejects when the backup is to give up. */
+  stopped: Promise<never>;
+  /** Told of each file it could not remove. */
+  leftBehind: Out;
+  link: LinkFile;
+}
+
 /**
  * Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a
  * partial file but one it cannot remove, which it tells `leftBehind`; gives up when `stopped` rejects.
  */
-async function backupDatabase(source: string, target: string, stopped: Promise<never>, leftBehind: Out): Promise<number> {
+async function backupDatabase(source: string, target: string, { stopped, leftBehind, link }: BackupRun): Promise<number> {
   if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
   // lstat: a dangling symbolic link is there too, and the link into place would refuse it only after the whole copy.
   if (lstatSync(target, { throwIfNoEntry: false })) throw new Error(`${target} already exists; choose a new file`);
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
-  // Written under a temporary name, synced, then linked into place: a crash leaves no half backup.
+  // Written under a temporary name, synced, then put in place: a crash leaves no half backup.
   const partial = `${target}.partial-${process.pid}`;
   // Private before any data goes in: VACUUM INTO keeps an empty file's mode and gives its journal the
-  // same; the link into place keeps it too. Before the try: a file this run did not create is not its to remove.
+  // same; the link or rename into place keeps it too. Before the try: a file this run did not create is not its to remove.
   createPrivateFile(partial);
   try {
     await copyOnWorker({ source, partial }, stopped);
-    linkSync(partial, target); // fails if `target` appeared meanwhile
+    putInPlace(partial, target, link, leftBehind);
   } finally {
     removePartial(partial, leftBehind);
   }
   syncPath(dirname(target)); // after the removal: the new name and the partial's end reach the disk together
   return statSync(target).size;
+}
+
+/** Gives the synced copy `partial` the name `target`, which it never overwrites (EEXIST should it have appeared meanwhile). */
+function putInPlace(partial: string, target: string, link: LinkFile, leftBehind: Out): void {
+  try {
+    link(partial, target);
+  } catch (error) {
+    if (!cannotLink(error)) throw error;
+    renameOverPlaceholder(partial, target, leftBehind);
+  }
+}
+
+/** Why a file system without hard links refuses one: FAT and exFAT say EPERM, some network file systems the others. */
+function cannotLink(error: unknown): boolean {
+  return ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((error as NodeJS.ErrnoException).code ?? '');
+}
+
+/** What `target` holds between its exclusive creation and the rename: no SQLite database, so never taken for a backup. */
+const PLACEHOLDER = 'not a backup: ev-ingest backup stopped while putting its copy here; delete this file\n';
+
+/**
+ * Where a link cannot be made: `target` is taken by an exclusive create, as the link would take it, so
+ * a file that appeared meanwhile is refused (EEXIST), never replaced; the rename then puts the copy
+ * over that placeholder. What remains is a crash in the microseconds between the two, which leaves the
+ * placeholder (a line of text SQLite refuses to open) under the final name, never a half backup. A
+ * rename after a check instead would overwrite a file made in between (a second backup to that name).
+ */
+function renameOverPlaceholder(partial: string, target: string, leftBehind: Out): void {
+  writeFileSync(target, PLACEHOLDER, { flag: 'wx', mode: 0o600 });
+  try {
+    renameSync(partial, target);
+  } catch (error) {
+    removeIfThere(target, leftBehind);
+    throw error;
+  }
 }
 
 /** Settles when the Worker has copied, or rejects with why not; the Worker ends either way. */
@@ -96,12 +143,15 @@ async function stoppableBySignal<T>(work: (stopped: Promise<never>) => Promise<T
 /** Removes the partial copy and its journal; never throws, so that a failed removal cannot hide why the copy failed. */
 function removePartial(partial: string, leftBehind: Out): void {
   // The journal is there only when the copy was stopped half-way.
-  for (const path of [partial, `${partial}-journal`]) {
-    try {
-      // Only if there: on a read-only file system even a missing file's removal fails.
-      if (lstatSync(path, { throwIfNoEntry: false })) rmSync(path);
-    } catch (error) {
-      leftBehind(`could not remove ${path}: ${(error as Error).message}`);
-    }
+  for (const path of [partial, `${partial}-journal`]) removeIfThere(path, leftBehind);
+}
+
+/** Removes `path` if it is there; tells `leftBehind` rather than throw should that fail. */
+function removeIfThere(path: string, leftBehind: Out): void {
+  try {
+    // Only if there: on a read-only file system even a missing file's removal fails.
+    if (lstatSync(path, { throwIfNoEntry: false })) rmSync(path);
+  } catch (error) {
+    leftBehind(`could not remove ${path}: ${(error as Error).message}`);
   }
 }

@@ -1,8 +1,9 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { beforeAll, expect, test } from 'bun:test';
-import { closeSync, existsSync, openSync, lstatSync, readdirSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { backupCommand, type LinkFile } from '../../src/db/backup.ts';
 import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
@@ -149,6 +150,87 @@ test('a copy whose Worker ends without an answer (killed) fails the backup with 
   clearTimeout(waitedTooLong);
   expect(backup).toEqual({ code: 1, stdout: '', stderr: 'ev-ingest: backup failed: the copy stopped without an answer\n' });
   expect(readdirSync(dir)).toEqual(['live.db']);
+});
+
+/** `backupCommand` in this process, with `link` in place of the file system's hard link. */
+async function backupLinkingWith(databasePath: string, file: string, link: LinkFile) {
+  const previous = process.env.DATABASE_PATH;
+  process.env.DATABASE_PATH = databasePath;
+  let stdout = '';
+  let stderr = '';
+  try {
+    const code = await backupCommand([file], (text) => (stdout += text), (text) => (stderr += text), link);
+    return { code, stdout, stderr };
+  } finally {
+    if (previous === undefined) delete process.env.DATABASE_PATH;
+    else process.env.DATABASE_PATH = previous;
+  }
+}
+
+/** A link refused as Node refuses one, with `code`; `meanwhile` runs first, as another process could. */
+function refusedLink(code: string, meanwhile: (existing: string, target: string) => void = () => {}): LinkFile {
+  return (existing, target) => {
+    meanwhile(existing, target);
+    throw Object.assign(new Error(`${code}: refused, link '${existing}' -> '${target}'`), { code, syscall: 'link', path: existing, dest: target });
+  };
+}
+
+/** A database of three rows in a folder of its own, and where its backup goes in another. */
+function sourceAndBackupFolder() {
+  const source = join(tempDir('ev-ingest-backup-'), 'live.db');
+  const db = new Database(source);
+  db.run('CREATE TABLE t (x)');
+  db.run('INSERT INTO t VALUES (1), (2), (3)');
+  db.close();
+  return { source, dir: tempDir('ev-ingest-backup-') };
+}
+
+// FAT and exFAT (USB drives) refuse a hard link with EPERM; some network file systems with the others.
+for (const code of ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']) {
+  test(`where the file system cannot link (${code}) the copy is renamed into place: whole, private, nothing beside it`, async () => {
+    const { source, dir } = sourceAndBackupFolder();
+    const file = join(dir, 'copy.db');
+    const backup = await backupLinkingWith(source, file, refusedLink(code));
+    expect(backup).toEqual({ code: 0, stdout: `backup of ${source} written to ${file} (${statSync(file).size} bytes)\n`, stderr: '' });
+    expect(readdirSync(dir)).toEqual(['copy.db']);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const copy = new Database(file, { readonly: true });
+    expect(copy.query('SELECT x FROM t ORDER BY x').all()).toEqual([{ x: 1 }, { x: 2 }, { x: 3 }]);
+    copy.close();
+  });
+}
+
+test('where the file system cannot link, a FILE that appeared during the copy is refused and left as it was', async () => {
+  const { source, dir } = sourceAndBackupFolder();
+  const file = join(dir, 'copy.db');
+  const backup = await backupLinkingWith(source, file, refusedLink('EPERM', (_, target) => writeFileSync(target, 'keep me')));
+  expect(backup).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: EEXIST: file already exists, open '${file}'\n` });
+  expect(readdirSync(dir)).toEqual(['copy.db']);
+  expect(readFileSync(file, 'utf8')).toBe('keep me');
+});
+
+test('where the rename into place fails, the name it had taken for it is given up too: nothing left behind', async () => {
+  const { source, dir } = sourceAndBackupFolder();
+  const file = join(dir, 'copy.db');
+  const backup = await backupLinkingWith(source, file, refusedLink('EPERM', (partial) => rmSync(partial)));
+  expect(backup).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: ENOENT: no such file or directory, rename '${file}.partial-${process.pid}' -> '${file}'\n`,
+  });
+  expect(readdirSync(dir)).toEqual([]);
+});
+
+test('a link refused for another reason than the file system fails the backup with its message, as ever, and removes the copy', async () => {
+  const { source, dir } = sourceAndBackupFolder();
+  const file = join(dir, 'copy.db');
+  const backup = await backupLinkingWith(source, file, refusedLink('EACCES'));
+  expect(backup).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: EACCES: refused, link '${file}.partial-${process.pid}' -> '${file}'\n`,
+  });
+  expect(readdirSync(dir)).toEqual([]);
 });
 
 // 100 MB: its copy lasts long enough (0.5 s here) to be stopped half-way.
