@@ -1,34 +1,56 @@
+/**
+ * Applying drizzle-kit's migrations with a migrator of our own: drizzle's reads what is applied before
+ * its plain BEGIN, so two processes migrating at once (a command beside a server's first start) both
+ * applied them and the later one failed. This one decides under the write lock, and records each
+ * migration as drizzle's does, so a database either migrated goes on with the other.
+ */
 import type { Database } from 'bun:sqlite';
+import type { MigrationMeta } from 'drizzle-orm/migrator';
 import { embeddedMigrations } from './migrations.macro.ts' with { type: 'macro' };
-import { drizzle } from 'drizzle-orm/bun-sqlite';
 import { StorageError } from './open.ts';
-
-/** The part of drizzle's bun-sqlite driver that its own file-based `migrate()` uses. */
-interface MigratingOrm {
-  dialect: { migrate(migrations: unknown, session: unknown, config: object): void };
-  session: unknown;
-}
 
 /** The drizzle-kit migrations, inlined at build time: once, each call of the macro inlining them all again. */
 const MIGRATIONS = embeddedMigrations();
 
+/** Drizzle's own statement, to the whitespace: sqlite_master cannot tell which migrator made the table. */
+const CREATE_MIGRATIONS_TABLE =
+  'CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (\n\t\t\t\tid SERIAL PRIMARY KEY,\n\t\t\t\thash text NOT NULL,\n\t\t\t\tcreated_at numeric\n\t\t\t)';
+
 /**
- * Applies the migrations that this database has not seen yet; `migrations` narrows them, for tests that
- * build a database of an earlier schema.
+ * Applies the migrations that this database has not seen yet, all in one transaction; `migrations`
+ * narrows them, for tests that build a database of an earlier schema.
  */
-export function migrate(db: Database, migrations: unknown[] = MIGRATIONS): void {
-  const orm = drizzle(db) as unknown as MigratingOrm;
+export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): void {
   try {
-    orm.dialect.migrate(migrations, orm.session, {});
+    // Nothing to do (every start but the first): no write lock, so a command does not wait for a busy server's writer.
+    if (!migrationsPending(db, migrations)) return;
+    // IMMEDIATE: the write lock (waited for up to the connection's busy_timeout) before anything is read,
+    // so a process that migrated meanwhile is seen, and its migrations are not applied again.
+    db.transaction(() => applyAndRecord(db, migrations)).immediate();
   } catch (error) {
     throw new StorageError(`the database could not be migrated: ${(error as Error).message}`);
   }
 }
 
-/** Whether `migrate` would change this database: a migration newer than the last one it recorded, or none recorded. */
-export function migrationsPending(db: Database): boolean {
+/** Whether `migrate` would change this database: no migrations table yet, or a migration newer than the last it recorded. */
+export function migrationsPending(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): boolean {
   const table = db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
-  if (table === null) return MIGRATIONS.length > 0;
+  return table === null || unapplied(db, migrations).length > 0;
+}
+
+/** Drizzle's rule: every migration newer than the last one recorded, whatever was recorded before it. */
+function unapplied(db: Database, migrations: readonly MigrationMeta[]): MigrationMeta[] {
   const last = db.query<{ at: number | null }, []>('SELECT max(created_at) AS at FROM __drizzle_migrations').get()?.at ?? -Infinity;
-  return MIGRATIONS.some((migration) => migration.folderMillis > last);
+  return migrations.filter((migration) => migration.folderMillis > last);
+}
+
+/** Makes the migrations table if missing, then applies each migration not yet applied and records it. */
+function applyAndRecord(db: Database, migrations: readonly MigrationMeta[]): void {
+  db.run(CREATE_MIGRATIONS_TABLE);
+  const record = db.query('INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES (?, ?)');
+  for (const migration of unapplied(db, migrations)) {
+    // run(), not drizzle's prepare(): a part holding two statements (a breakpoint forgotten) runs whole.
+    for (const statement of migration.sql) db.run(statement);
+    record.run(migration.hash, migration.folderMillis);
+  }
 }

@@ -1,0 +1,165 @@
+/** The migrator: what it leaves, next to drizzle's own migrator, and processes migrating one database at once. */
+import type { Database } from 'bun:sqlite';
+import { expect, test } from 'bun:test';
+import { drizzle } from 'drizzle-orm/bun-sqlite';
+import { migrate as drizzleMigrate } from 'drizzle-orm/bun-sqlite/migrator';
+import type { MigrationMeta } from 'drizzle-orm/migrator';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import journal from '../drizzle/meta/_journal.json' with { type: 'json' };
+import { embeddedMigrations } from '../src/db/migrations.macro.ts';
+import { migrate, migrationsPending } from '../src/db/migrate.ts';
+import { openDatabase, StorageError } from '../src/db/open.ts';
+import { tempDir } from './support.ts';
+
+const MIGRATIONS = embeddedMigrations();
+const CHILD = join(import.meta.dir, 'migrate-child.ts');
+
+/** Drizzle's own migrator, as earlier versions ran it, applying the first `count` migrations of drizzle/. */
+function migrateWithDrizzle(db: Database, count: number): void {
+  const folder = tempDir();
+  mkdirSync(join(folder, 'meta'));
+  const entries = journal.entries.slice(0, count);
+  writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify({ ...journal, entries }));
+  for (const { tag } of entries) copyFileSync(join(import.meta.dir, '../drizzle', `${tag}.sql`), join(folder, `${tag}.sql`));
+  drizzleMigrate(drizzle(db), { migrationsFolder: folder });
+}
+
+/** What a migrator leaves that anyone could tell apart: the schema, and the migrations recorded if their table is there. */
+function footprint(db: Database) {
+  const schema = db.query<{ name: string }, []>('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name').all();
+  const recorded = schema.some((row) => row.name === '__drizzle_migrations')
+    ? db.query('SELECT id, hash, created_at FROM __drizzle_migrations ORDER BY rowid').all()
+    : null;
+  return { schema, recorded };
+}
+
+function freshDatabase(): Database {
+  return openDatabase(join(tempDir(), 'ev-ingest.db'), 'fast');
+}
+
+/** The footprint of drizzle's own migrator on a fresh database: the one every database must end with. */
+function migratedByDrizzle() {
+  const db = freshDatabase();
+  migrateWithDrizzle(db, MIGRATIONS.length);
+  const result = footprint(db);
+  db.close();
+  return result;
+}
+
+test("a fresh database is migrated and recorded as drizzle's own migrator does it", () => {
+  const db = freshDatabase();
+  expect(migrationsPending(db)).toBe(true);
+  migrate(db);
+  expect(migrationsPending(db)).toBe(false);
+  expect(footprint(db)).toEqual(migratedByDrizzle());
+  expect(footprint(db).recorded).toEqual(journal.entries.map(({ when }, i) => ({ id: null, hash: MIGRATIONS[i]!.hash, created_at: when })));
+  db.close();
+});
+
+test('a database either migrator took part of the way is finished by the other as drizzle alone finishes it', () => {
+  const whole = migratedByDrizzle();
+  for (let count = 0; count < MIGRATIONS.length; count++) {
+    const byDrizzle = freshDatabase();
+    migrateWithDrizzle(byDrizzle, count);
+    expect(migrationsPending(byDrizzle)).toBe(true);
+    migrate(byDrizzle);
+    expect(migrationsPending(byDrizzle)).toBe(false);
+    expect(footprint(byDrizzle)).toEqual(whole);
+    byDrizzle.close();
+
+    const byUs = freshDatabase();
+    migrate(byUs, MIGRATIONS.slice(0, count));
+    migrateWithDrizzle(byUs, MIGRATIONS.length);
+    expect(footprint(byUs)).toEqual(whole);
+    byUs.close();
+  }
+});
+
+test("a database with nothing to apply is left without taking the write lock: a command does not wait for a busy server's writer", () => {
+  const path = join(tempDir(), 'ev-ingest.db');
+  const server = openDatabase(path, 'fast');
+  migrate(server);
+  server.run('BEGIN IMMEDIATE');
+  const command = openDatabase(path, 'fast');
+  command.run('PRAGMA busy_timeout = 0'); // waiting for the lock would fail at once
+  migrate(command);
+  server.run('ROLLBACK');
+  command.close();
+  server.close();
+});
+
+/** A migration after the last one, made of `sql`. */
+function extraMigration(...sql: string[]): MigrationMeta {
+  return { sql, folderMillis: MIGRATIONS.at(-1)!.folderMillis + 1, hash: 'extra', bps: true };
+}
+
+function migrationFailure(db: Database, migrations: MigrationMeta[]): Error {
+  try {
+    migrate(db, migrations);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('migrate did not fail');
+}
+
+test('a migration that fails leaves the database as the run found it: nothing of the run applied or recorded', () => {
+  const broken = extraMigration('CREATE TABLE `extra` (`x` integer)', 'INSERT INTO `nowhere` VALUES (1)');
+  const earlier = freshDatabase();
+  migrate(earlier, MIGRATIONS.slice(0, 1));
+  const before = footprint(earlier);
+  const failure = migrationFailure(earlier, [...MIGRATIONS, broken]); // the migrations after the first, then the broken one
+  expect(failure).toBeInstanceOf(StorageError);
+  expect(failure.message).toBe('the database could not be migrated: no such table: nowhere');
+  expect(footprint(earlier)).toEqual(before);
+  expect(earlier.inTransaction).toBe(false);
+  earlier.close();
+  // On a fresh database not even the migrations table, which drizzle's migrator made before its transaction.
+  const fresh = freshDatabase();
+  expect(migrationFailure(fresh, [broken]).message).toBe('the database could not be migrated: no such table: nowhere');
+  expect(footprint(fresh)).toEqual({ schema: [], recorded: null });
+  fresh.close();
+});
+
+test("a migration's part holding two statements (a breakpoint forgotten) runs both, where drizzle's migrator ran the first", () => {
+  const db = freshDatabase();
+  migrate(db, [...MIGRATIONS, extraMigration('CREATE TABLE `first` (`x` integer);\nCREATE TABLE `second` (`y` integer);')]);
+  expect(db.query("SELECT name FROM sqlite_master WHERE name IN ('first', 'second') ORDER BY name").values()).toEqual([['first'], ['second']]);
+  db.close();
+});
+
+/** migrate-child.ts started on `path`, once it has opened the database; `outcome` settles when it ends. */
+async function openedMigratingProcess(path: string) {
+  const child = Bun.spawn([process.execPath, CHILD, path], { stdout: 'pipe', stderr: 'pipe' });
+  const outcome = Promise.all([child.exited, new Response(child.stderr).text()]).then(([code, stderr]) => ({ code, stderr }));
+  let said = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of child.stdout) {
+    said += decoder.decode(chunk, { stream: true });
+    if (said.includes('opened\n')) break;
+  }
+  return { outcome };
+}
+
+const databases: [string, (db: Database) => void][] = [
+  ['a fresh database', () => {}],
+  ["a database of the previous schema, as drizzle's migrator left it", (db) => migrateWithDrizzle(db, MIGRATIONS.length - 1)],
+];
+
+// Lined up by a write lock the test holds: both get as far as their migrator goes before it writes
+// (drizzle's had read what was applied by then), and both go on when the test lets go.
+test.each(databases)('%s: two processes migrating it at the same moment both succeed, and each migration is recorded once', async (_, prepare) => {
+  const path = join(tempDir(), 'ev-ingest.db');
+  const held = openDatabase(path, 'fast');
+  prepare(held);
+  held.run('BEGIN IMMEDIATE');
+  const processes = await Promise.all([openedMigratingProcess(path), openedMigratingProcess(path)]);
+  await Bun.sleep(200); // from "opened" to waiting on the lock takes them well under a millisecond
+  held.run('ROLLBACK');
+  expect(await Promise.all(processes.map(({ outcome }) => outcome))).toEqual([
+    { code: 0, stderr: '' },
+    { code: 0, stderr: '' },
+  ]);
+  expect(footprint(held)).toEqual(migratedByDrizzle());
+  held.close();
+});
