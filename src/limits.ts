@@ -67,6 +67,8 @@ export const limits = {
   uploadIdleMarginSeconds: 8,
   /** How long a database connection waits for another one's lock (a checkpoint, a backup) before failing. */
   databaseBusyMs: 5000,
+  /** Pause between two tries to switch a new database file to WAL while another process switches it (open.ts). */
+  walSwitchRetryMs: 10,
   /** Writes committed together in one group at most. */
   groupWritesMax: 1000,
   /** Samples inserted by one statement at most (a power of two; 64 rows of every column bind 1,984 parameters). */

@@ -1,5 +1,5 @@
 /** The migrator: what it leaves, next to drizzle's own migrator, and processes migrating one database at once. */
-import type { Database } from 'bun:sqlite';
+import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
 import { drizzle } from 'drizzle-orm/bun-sqlite';
 import { migrate as drizzleMigrate } from 'drizzle-orm/bun-sqlite/migrator';
@@ -162,4 +162,22 @@ test.each(databases)('%s: two processes migrating it at the same moment both suc
   ]);
   expect(footprint(held)).toEqual(migratedByDrizzle());
   held.close();
+});
+
+// SQLite refuses the WAL switch at once, without the busy timeout, while another connection holds a
+// lock it would have to wait behind: as when two processes open a database that does not exist yet.
+test('a process opening a new database while another holds its lock before the WAL switch waits for it, and migrates it', async () => {
+  const path = join(tempDir(), 'ev-ingest.db');
+  writeFileSync(path, ''); // the empty file the service makes first
+  const held = new Database(path);
+  held.run('BEGIN IMMEDIATE');
+  const child = Bun.spawn([process.execPath, CHILD, path], { stdout: 'pipe', stderr: 'pipe' });
+  await Bun.sleep(300); // the child has met the lock long before this
+  held.run('ROLLBACK');
+  held.close();
+  expect([await child.exited, await new Response(child.stderr).text()]).toEqual([0, '']);
+  const db = new Database(path, { readonly: true });
+  expect(db.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+  expect(migrationsPending(db)).toBe(false);
+  db.close();
 });

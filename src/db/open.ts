@@ -115,7 +115,7 @@ function assertSqliteFile(path: string): void {
 function applyPragmas(db: Database, durability: Durability, syncApart: boolean): void {
   // Wait for the other connection (writer or reader) instead of failing at once.
   db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
-  const mode = db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
+  const mode = switchToWal(db);
   if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
   // With FULL and group commit the committer syncs the writer's commits apart (WalSync), so they skip SQLite's own.
@@ -129,4 +129,21 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
   // Memory for hot pages of the day totals and samples index; 16 MiB per connection.
   db.run('PRAGMA cache_size = -16384');
   db.run('PRAGMA temp_store = MEMORY');
+}
+
+/**
+ * Puts a new file in WAL mode (a no-op on one already in it). On a new file another process may be
+ * switching it too: SQLite then answers SQLITE_BUSY at once, without the busy timeout's wait (waiting
+ * could deadlock two lock upgrades), so the switch is tried again until that timeout has passed.
+ */
+function switchToWal(db: Database): string | undefined {
+  const giveUpAt = performance.now() + limits.databaseBusyMs;
+  for (;;) {
+    try {
+      return db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
+    } catch (error) {
+      if (sqliteCode(error) !== 'SQLITE_BUSY' || performance.now() >= giveUpAt) throw error;
+      Bun.sleepSync(limits.walSwitchRetryMs);
+    }
+  }
 }
