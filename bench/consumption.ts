@@ -45,8 +45,8 @@ function seed(path: string): { chunks: number; days: number } {
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const insertDay = db.query(
-    `INSERT INTO consumption_days (installation_id, date, chunks, km, kwh, hours, soc_drop, soh_percent)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO consumption_days (installation_id, date, chunks, km, kwh, hours, soc_drop, unit_bits, soh_percent)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const days = Math.max(1, Math.round(YEARS * 365.25));
   let lifetime: Totals = ZERO;
@@ -62,13 +62,13 @@ function seed(path: string): { chunks: number; days: number } {
       sums = plus(sums, totalsOf(values));
     }
     const stored = toStored(sums);
-    insertDay.run(INSTALLATION, date, CHUNKS_PER_DAY, stored.km, stored.kwh, stored.hours, stored.socDrop, soh);
+    insertDay.run(INSTALLATION, date, CHUNKS_PER_DAY, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits, soh);
     lifetime = plus(lifetime, sums);
   });
   for (let day = 0; day < days; day += 1) seedDay(day);
   const stored = toStored(lifetime);
-  db.query('INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop) VALUES (?, ?, ?, ?, ?)').run(
-    INSTALLATION, stored.km, stored.kwh, stored.hours, stored.socDrop,
+  db.query('INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits) VALUES (?, ?, ?, ?, ?, ?)').run(
+    INSTALLATION, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits,
   );
   db.run('PRAGMA wal_checkpoint(TRUNCATE)');
   db.close();

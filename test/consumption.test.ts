@@ -1,8 +1,22 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
 import type { Database } from 'bun:sqlite';
+import { join } from 'node:path';
 import { Consumption } from '../src/consumption/history.ts';
+import { embeddedMigrations } from '../src/db/migrations.macro.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openDatabase } from '../src/db/open.ts';
 import { limits } from '../src/limits.ts';
-import { answer, consumptionChunk, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import {
+  answer,
+  consumptionChunk,
+  INSTALLATION,
+  installationNumbered,
+  OTHER_INSTALLATION,
+  startTestService,
+  tempDir,
+  type ConsumptionChunk,
+  type TestService,
+} from './support.ts';
 
 let service: TestService;
 beforeEach(async () => {
@@ -40,6 +54,31 @@ async function history(installationId = INSTALLATION) {
   const { status, body } = await answer(await service.request('GET', `/v1/consumption/history/${installationId}`));
   expect(status).toBe(200);
   return body as { records: { date: string; day: Day; sohPercent?: number; lifetime: Day }[]; lifetime: Day };
+}
+
+const FIELDS = ['km', 'kwh', 'hours', 'socDrop'] as const;
+
+/**
+ * A double as the exact integer it is in units of 2^-1074 (the smallest subnormal): scaling by 2^537
+ * twice, each step exact, the second in BigInt since x·2^1074 passes doubles' range.
+ */
+function finestUnits(x: number): bigint {
+  const scaled = x * 2 ** 537;
+  const whole = Math.trunc(scaled);
+  return (BigInt(whole) << 537n) + BigInt((scaled - whole) * 2 ** 537);
+}
+
+/** The double nearest to units·2^-1074, read by parseFloat from its exact decimal expansion (units·5^1074 / 10^1074). */
+function nearestDouble(units: bigint): number {
+  const digits = ((units < 0n ? -units : units) * 5n ** 1074n).toString().padStart(1075, '0');
+  const magnitude = Number.parseFloat(`${digits.slice(0, -1074)}.${digits.slice(-1074)}`);
+  return units < 0n ? -magnitude : magnitude;
+}
+
+/** The correctly rounded sum of each field over the chunks' days: what an exact sum reads back as. */
+function exactSums(days: Day[]): Day {
+  const sum = (field: (typeof FIELDS)[number]) => nearestDouble(days.reduce((units, day) => units + finestUnits(day[field]), 0n));
+  return { km: sum('km'), kwh: sum('kwh'), hours: sum('hours'), socDrop: sum('socDrop') };
 }
 
 describe('PUT /v1/consumption/daily', () => {
@@ -101,6 +140,35 @@ describe('PUT /v1/consumption/daily', () => {
     await put(chunk({ day: day(10) }));
     await put(chunk({ recordedAt: T0 + 1, day: day(-4) }));
     expect((await history()).lifetime).toEqual(day(6));
+  });
+
+  test('every value a car may send, the smallest subnormal included, reads back exactly as its day’s only chunk', async () => {
+    const days: Day[] = [
+      { km: 0.0001, kwh: 1e-10, hours: 5e-324, socDrop: -0.0001 },
+      { km: 2.2250738585072014e-308, kwh: 2.225073858507201e-308, hours: -5e-324, socDrop: 1 / 3 }, // the least normal, the largest subnormal
+      { km: 12.4, kwh: 0.31, hours: 10_000_000, socDrop: -9_999_999.999999998 },
+      { km: 0.1, kwh: -1e-300, hours: Number.EPSILON, socDrop: 3 * 2 ** -1074 },
+      { km: 1e-5, kwh: 2 ** -13, hours: 3 / 3600, socDrop: -(2 ** -12) - 2 ** -64 },
+    ];
+    await Promise.all(days.map((values, n) => put(chunk({ recordedAt: T0 + n, date: dateOf(n), day: values }))));
+    const { records } = await history();
+    expect(records.map((record) => record.day)).toEqual(days.toReversed());
+    expect(records.at(-1)!.lifetime).toEqual(days[0]!);
+  });
+
+  test('sums are kept as decimal integers in the coarsest unit 2^-unit_bits that holds them exactly', async () => {
+    await put(chunk({ day: { km: 12.5, kwh: 2, hours: 0.25, socDrop: 3 } }));
+    await put(chunk({ recordedAt: T0 + 1, date: '2026-11-24', day: { km: 5e-324, kwh: 0, hours: -1, socDrop: 0 } }));
+    const sums = 'km, kwh, hours, soc_drop, unit_bits';
+    expect(service.storage.db.query(`SELECT date, ${sums} FROM consumption_days ORDER BY date`).all()).toEqual([
+      { date: '2026-11-24', km: '1', kwh: '0', hours: String(-(2n ** 1074n)), soc_drop: '0', unit_bits: 1074 },
+      { date: '2026-11-25', km: '50', kwh: '8', hours: '1', soc_drop: '12', unit_bits: 2 },
+    ]);
+    expect(service.storage.db.query('SELECT unit_bits FROM consumption_lifetimes').get()).toEqual({ unit_bits: 1074 });
+    await put(chunk({ recordedAt: T0 + 1, date: '2026-11-24', day: day(0) })); // the tiny value replaced: coarse again
+    expect(service.storage.db.query(`SELECT ${sums} FROM consumption_lifetimes`).all()).toEqual([
+      { km: '50', kwh: '8', hours: '1', soc_drop: '12', unit_bits: 2 },
+    ]);
   });
 
   test('a string "3" is not taken as the number 3', async () => {
@@ -274,32 +342,14 @@ describe('sums do not drift', () => {
     };
   }
 
-  /** The correctly rounded sum of doubles (Shewchuk's exact partials, as Python's math.fsum). */
-  function exactSum(values: number[]): number {
-    const partials: number[] = [];
-    for (let x of values) {
-      let i = 0;
-      for (let y of partials) {
-        if (Math.abs(x) < Math.abs(y)) [x, y] = [y, x];
-        const high = x + y;
-        const low = y - (high - x);
-        if (low !== 0) partials[i++] = low;
-        x = high;
-      }
-      partials.length = i;
-      partials.push(x);
-    }
-    return partials.reduce((sum, partial) => sum + partial, 0);
-  }
-
-  const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
-
-  test.each([1, 2, 3])('random writes and re-writes leave the sums of the surviving chunks (seed %d)', async (seed) => {
+  test.each([1, 2, 3])('random writes and re-writes, tiny values among them, leave exactly the sums of the surviving chunks (seed %d)', async (seed) => {
     const next = random(seed);
     const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
     const large = () => (next() - 0.5) * 2e7;
     const small = () => (next() - 0.5) * 2e-3;
-    const mixed = () => pick([large, () => next() * 50, () => -next() * 3, small])();
+    // Down to the subnormals: 2^-13 .. 2^-1075 in magnitude, some rounding to ±5e-324 or 0.
+    const tiny = () => (next() - 0.5) * 2 ** -(12 + Math.floor(next() * 1063));
+    const mixed = () => pick([large, () => next() * 50, () => -next() * 3, small, tiny])();
     const dates = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23'];
     const stored = new Map<number, { date: string; day: Day; sohPercent?: number }>();
     const write = (recordedAt: number, value: () => number) => {
@@ -316,25 +366,99 @@ describe('sums do not drift', () => {
       const keys = new Set(Array.from({ length: 40 }, () => T0 + Math.floor(next() * 60)));
       await Promise.all([...keys].map((recordedAt) => write(recordedAt, mixed)));
     }
-    // Every chunk finally replaced by a tiny one: the sums are then small, and any drift left by the
-    // large values, or any rounding of the inputs (micro-units), shows against the 1e-9 tolerance.
-    await Promise.all([...stored.keys()].map((recordedAt) => write(recordedAt, small)));
+    // Every chunk finally replaced by a small or tiny one: any drift left by the large values, or any
+    // rounding of the inputs, would show in the small sums.
+    await Promise.all([...stored.keys()].map((recordedAt) => write(recordedAt, () => pick([small, tiny])())));
     const expectedDates = dates.filter((date) => [...stored.values()].some((c) => c.date === date)).reverse();
     const { records, lifetime } = await history();
     expect(records.map((record) => record.date)).toEqual(expectedDates);
     const surviving = [...stored.entries()].sort(([a], [b]) => a - b);
     for (const record of records) {
       const ofDay = surviving.filter(([, c]) => c.date === record.date).map(([, c]) => c);
-      const upToDay = surviving.filter(([, c]) => c.date <= record.date).map(([, c]) => c);
-      for (const field of ['km', 'kwh', 'hours', 'socDrop'] as const) {
-        const dayExpected = exactSum(ofDay.map((c) => c.day[field]));
-        const lifetimeExpected = exactSum(upToDay.map((c) => c.day[field]));
-        expect({ field, ok: close(record.day[field], dayExpected) }).toEqual({ field, ok: true });
-        expect({ field, ok: close(record.lifetime[field], lifetimeExpected) }).toEqual({ field, ok: true });
-      }
+      expect(record.day).toEqual(exactSums(ofDay.map((c) => c.day)));
+      expect(record.lifetime).toEqual(exactSums(surviving.filter(([, c]) => c.date <= record.date).map(([, c]) => c.day)));
       expect(record.sohPercent).toBe(ofDay.findLast((c) => c.sohPercent !== undefined)?.sohPercent);
     }
     expect(lifetime).toEqual(records[0]!.lifetime);
+  });
+});
+
+describe('sums written before their unit was recorded (in units of 2^-64)', () => {
+  /** The earlier version's sum of a field: each value rounded to units of 2^-64, added, as decimal text. */
+  const legacySum = (days: Day[], field: (typeof FIELDS)[number]) =>
+    String(days.reduce((units, day) => units + BigInt(Math.round(day[field] * 2 ** 64)), 0n));
+
+  /** A folder with a database of schema 0003 holding the chunks with the day and lifetime sums the earlier version wrote. */
+  function legacyDatabase(chunks: ConsumptionChunk[]): string {
+    const dir = tempDir();
+    const db = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
+    migrate(db, embeddedMigrations().slice(0, 4)); // 0000 to 0003: before the sums' unit
+    const sums = (days: Day[]) => FIELDS.map((field) => legacySum(days, field));
+    for (const c of chunks) {
+      db.query('INSERT INTO consumption_chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+        c.installationId, c.recordedAt, c.date, c.day.km, c.day.kwh, c.day.hours, c.day.socDrop, c.sohPercent ?? null,
+      );
+    }
+    for (const installationId of new Set(chunks.map((c) => c.installationId))) {
+      const own = chunks.filter((c) => c.installationId === installationId);
+      for (const date of new Set(own.map((c) => c.date))) {
+        const ofDay = own.filter((c) => c.date === date).sort((a, b) => a.recordedAt - b.recordedAt);
+        db.query('INSERT INTO consumption_days VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+          installationId, date, ofDay.length, ...sums(ofDay.map((c) => c.day)), ofDay.findLast((c) => c.sohPercent !== undefined)?.sohPercent ?? null,
+        );
+      }
+      db.query('INSERT INTO consumption_lifetimes VALUES (?, ?, ?, ?, ?)').run(installationId, ...sums(own.map((c) => c.day)));
+    }
+    db.close();
+    return dir;
+  }
+
+  test('read as the earlier version read them; an installation’s next chunk write rebuilds all of its sums exactly from its chunks', async () => {
+    const dir = legacyDatabase([
+      consumptionChunk({ recordedAt: T0, date: '2026-11-24', day: { km: 10, kwh: 0.0001, hours: 0.5, socDrop: 1 }, sohPercent: 97 }),
+      consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-25', day: day(12.5, 2, 0.25, 3) }),
+      consumptionChunk({ installationId: OTHER_INSTALLATION, recordedAt: T0, date: '2026-11-25', day: day(1, 0.0001, 1, 1) }),
+    ]);
+    const upgraded = await startTestService({}, { dir });
+    try {
+      const historyOf = async (installationId: string) =>
+        (await answer(await upgraded.request('GET', `/v1/consumption/history/${installationId}`))).body;
+      // 0.0001 rounded to 2^-64 by the earlier version.
+      const rounded = 0.00009999999999999999;
+      const legacyLifetime = day(22.5, 2.0001, 0.75, 4);
+      expect(await historyOf(INSTALLATION)).toEqual({
+        records: [
+          { date: '2026-11-25', day: day(12.5, 2, 0.25, 3), lifetime: legacyLifetime },
+          { date: '2026-11-24', day: day(10, rounded, 0.5, 1), sohPercent: 97, lifetime: day(10, rounded, 0.5, 1) },
+        ],
+        lifetime: legacyLifetime,
+      });
+
+      // The 25th's chunk moves to the 26th, leaving the 25th without chunks; the 24th is not written.
+      const moved = consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-26', day: day(1, 0.0001, 0, 0) });
+      expect((await upgraded.request('PUT', '/v1/consumption/daily', { body: moved })).status).toBe(204);
+      expect(await historyOf(INSTALLATION)).toEqual({
+        records: [
+          { date: '2026-11-26', day: day(1, 0.0001, 0, 0), lifetime: day(11, 0.0002, 0.5, 1) },
+          { date: '2026-11-24', day: day(10, 0.0001, 0.5, 1), sohPercent: 97, lifetime: day(10, 0.0001, 0.5, 1) },
+        ],
+        lifetime: day(11, 0.0002, 0.5, 1),
+      });
+      // Only the written installation's rows were rebuilt; the other's are still read as written.
+      const db = upgraded.storage.db;
+      expect(db.query('SELECT installation_id AS id, date, chunks, soh_percent, unit_bits IS NULL AS legacy FROM consumption_days ORDER BY id, date').all()).toEqual([
+        { id: OTHER_INSTALLATION, date: '2026-11-25', chunks: 1, soh_percent: null, legacy: 1 },
+        { id: INSTALLATION, date: '2026-11-24', chunks: 1, soh_percent: 97, legacy: 0 },
+        { id: INSTALLATION, date: '2026-11-26', chunks: 1, soh_percent: null, legacy: 0 },
+      ]);
+      expect(db.query('SELECT installation_id AS id, unit_bits IS NULL AS legacy FROM consumption_lifetimes ORDER BY id').all()).toEqual([
+        { id: OTHER_INSTALLATION, legacy: 1 },
+        { id: INSTALLATION, legacy: 0 },
+      ]);
+      expect(((await historyOf(OTHER_INSTALLATION)) as { lifetime: Day }).lifetime).toEqual(day(1, rounded, 1, 1));
+    } finally {
+      await upgraded.close();
+    }
   });
 });
 

@@ -28,7 +28,7 @@ export const consumptionChunks = sqliteTable(
 
 /**
  * A day's sums, kept in step with its chunks by every chunk write, so reads never add chunks up.
- * Sums are exact integers in units of 2^-64 as decimal text (see totals.ts).
+ * Sums are exact integers in units of 2^-unit_bits as decimal text (see totals.ts).
  */
 export const consumptionDays = sqliteTable(
   'consumption_days',
@@ -40,6 +40,7 @@ export const consumptionDays = sqliteTable(
     kwh: text('kwh').notNull(),
     hours: text('hours').notNull(),
     socDrop: text('soc_drop').notNull(),
+    unitBits: sumsUnitBits(),
     /** Of the day's newest chunk (by recordedAt) that carried one. */
     sohPercent: real('soh_percent'),
   },
@@ -53,4 +54,10 @@ export const consumptionLifetimes = sqliteTable('consumption_lifetimes', {
   kwh: text('kwh').notNull(),
   hours: text('hours').notNull(),
   socDrop: text('soc_drop').notNull(),
+  unitBits: sumsUnitBits(),
 });
+
+/** The sums' unit, 2^-unit_bits; NULL in rows written before it was recorded, whose unit is 2^-64. */
+function sumsUnitBits() {
+  return integer('unit_bits');
+}

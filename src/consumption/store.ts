@@ -1,11 +1,12 @@
 /**
  * Chunks, day sums and lifetime sums. One write operation stores a chunk and moves the sums in the
- * same transaction: it adds the new chunk and takes back the one it replaced.
+ * same transaction: it adds the new chunk and takes back the one it replaced. Chunks are never deleted:
+ * sums written before their unit was recorded are rebuilt from them.
  */
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import type { Chunk } from './model.ts';
-import { fromStored, minus, plus, toStored, totalsOf, ZERO, type StoredTotals, type Totals } from './totals.ts';
+import { fromStored, isLegacy, minus, plus, toStored, totalsOf, ZERO, type StoredTotals, type Totals } from './totals.ts';
 
 interface StoredChunk {
   date: string;
@@ -17,6 +18,7 @@ interface StoredChunk {
 
 const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   const { installationId, recordedAt, date } = chunk;
+  const lifetime = readLifetime(db, installationId);
   const replaced = db
     .query<StoredChunk, [string, number]>(
       `SELECT date, km, kwh, hours, soc_drop AS socDrop FROM consumption_chunks
@@ -29,6 +31,11 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
      ON CONFLICT (installation_id, recorded_at) DO UPDATE SET date = excluded.date, km = excluded.km,
        kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, soh_percent = excluded.soh_percent`,
   ).run({ installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent });
+  // Earlier versions wrote the lifetime with every day's sums: a legacy lifetime marks an installation not yet rebuilt.
+  if (lifetime && isLegacy(lifetime)) {
+    rebuildSums(db, installationId);
+    return;
+  }
 
   const added = totalsOf(chunk.day);
   const taken = replaced ? totalsOf(replaced) : ZERO;
@@ -38,7 +45,7 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
     if (replaced) addToDay(db, installationId, replaced.date, minus(ZERO, taken), -1);
     addToDay(db, installationId, date, added, 1);
   }
-  addToLifetime(db, installationId, minus(added, taken));
+  writeLifetime(db, installationId, plus(lifetime ? fromStored(lifetime) : ZERO, minus(added, taken)));
 };
 
 interface StoredDay extends StoredTotals {
@@ -49,7 +56,7 @@ interface StoredDay extends StoredTotals {
 function addToDay(db: Database, installationId: string, date: string, change: Totals, chunkChange: number): void {
   const day = db
     .query<StoredDay, [string, string]>(
-      `SELECT chunks, km, kwh, hours, soc_drop AS socDrop FROM consumption_days
+      `SELECT chunks, km, kwh, hours, soc_drop AS socDrop, unit_bits AS unitBits FROM consumption_days
        WHERE installation_id = ? AND date = ?`,
     )
     .get(installationId, date);
@@ -58,36 +65,68 @@ function addToDay(db: Database, installationId: string, date: string, change: To
     db.query('DELETE FROM consumption_days WHERE installation_id = ? AND date = ?').run(installationId, date);
     return;
   }
-  const sums = toStored(plus(day ? fromStored(day) : ZERO, change));
+  writeDay(db, installationId, date, chunks, plus(day ? fromStored(day) : ZERO, change));
+}
+
+function writeDay(db: Database, installationId: string, date: string, chunks: number, sums: Totals): void {
   // The chunk row is already written, so the newest state of health is read from the chunks as they are now.
   db.query(
-    `INSERT INTO consumption_days (installation_id, date, chunks, km, kwh, hours, soc_drop, soh_percent)
-     VALUES ($installationId, $date, $chunks, $km, $kwh, $hours, $socDrop,
+    `INSERT INTO consumption_days (installation_id, date, chunks, km, kwh, hours, soc_drop, unit_bits, soh_percent)
+     VALUES ($installationId, $date, $chunks, $km, $kwh, $hours, $socDrop, $unitBits,
        (SELECT soh_percent FROM consumption_chunks
         WHERE installation_id = $installationId AND date = $date AND soh_percent IS NOT NULL
         ORDER BY recorded_at DESC LIMIT 1))
      ON CONFLICT (installation_id, date) DO UPDATE SET chunks = excluded.chunks, km = excluded.km,
-       kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, soh_percent = excluded.soh_percent`,
-  ).run({ installationId, date, chunks, ...sums });
+       kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, unit_bits = excluded.unit_bits,
+       soh_percent = excluded.soh_percent`,
+  ).run({ installationId, date, chunks, ...toStored(sums) });
 }
 
-function addToLifetime(db: Database, installationId: string, change: Totals): void {
-  const lifetime = readLifetime(db, installationId);
-  const sums = toStored(plus(lifetime ? fromStored(lifetime) : ZERO, change));
+function writeLifetime(db: Database, installationId: string, sums: Totals): void {
   db.query(
-    `INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop)
-     VALUES ($installationId, $km, $kwh, $hours, $socDrop)
+    `INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits)
+     VALUES ($installationId, $km, $kwh, $hours, $socDrop, $unitBits)
      ON CONFLICT (installation_id) DO UPDATE SET km = excluded.km, kwh = excluded.kwh,
-       hours = excluded.hours, soc_drop = excluded.soc_drop`,
-  ).run({ installationId, ...sums });
+       hours = excluded.hours, soc_drop = excluded.soc_drop, unit_bits = excluded.unit_bits`,
+  ).run({ installationId, ...toStored(sums) });
 }
 
 function readLifetime(db: Database, installationId: string): StoredTotals | null {
   return db
     .query<StoredTotals, [string]>(
-      'SELECT km, kwh, hours, soc_drop AS socDrop FROM consumption_lifetimes WHERE installation_id = ?',
+      `SELECT km, kwh, hours, soc_drop AS socDrop, unit_bits AS unitBits FROM consumption_lifetimes
+       WHERE installation_id = ?`,
     )
     .get(installationId);
+}
+
+/**
+ * Sums written before their unit was recorded may hold the rounding of values below 2^-12, so at
+ * the installation's first chunk write since, every one of its day sums and its lifetime is added up
+ * again from its chunks, which keep what the car sent. No index leads with the installation: this
+ * reads the whole chunks table, once per installation.
+ */
+function rebuildSums(db: Database, installationId: string): void {
+  const days = new Map<string, { chunks: number; sums: Totals }>();
+  const chunks = db.query<StoredChunk, [string]>(
+    'SELECT date, km, kwh, hours, soc_drop AS socDrop FROM consumption_chunks WHERE installation_id = ?',
+  );
+  for (const chunk of chunks.iterate(installationId)) {
+    const day = days.get(chunk.date);
+    if (day) {
+      day.chunks += 1;
+      day.sums = plus(day.sums, totalsOf(chunk));
+    } else {
+      days.set(chunk.date, { chunks: 1, sums: totalsOf(chunk) });
+    }
+  }
+  db.query('DELETE FROM consumption_days WHERE installation_id = ?').run(installationId);
+  let lifetime = ZERO;
+  for (const [date, { chunks, sums }] of days) {
+    writeDay(db, installationId, date, chunks, sums);
+    lifetime = plus(lifetime, sums);
+  }
+  writeLifetime(db, installationId, lifetime);
 }
 
 export const consumptionWrites = { putChunk };
@@ -107,8 +146,8 @@ export function readHistory(db: Database, installationId: string, days: number):
   return db.transaction(() => ({
     days: db
       .query<HistoryDay, [string, number]>(
-        `SELECT date, km, kwh, hours, soc_drop AS socDrop, soh_percent AS sohPercent FROM consumption_days
-         WHERE installation_id = ? ORDER BY date DESC LIMIT ?`,
+        `SELECT date, km, kwh, hours, soc_drop AS socDrop, unit_bits AS unitBits, soh_percent AS sohPercent
+         FROM consumption_days WHERE installation_id = ? ORDER BY date DESC LIMIT ?`,
       )
       .all(installationId, days),
     lifetime: readLifetime(db, installationId),

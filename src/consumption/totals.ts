@@ -1,41 +1,115 @@
 /**
- * Consumption sums held exactly: integers in units of 2^-64, added and taken back with BigInt.
- * A chunk's numbers are doubles of magnitude ≤ 1e7, so every one of at least 2^-12 converts without
- * loss and a smaller one rounds by less than 3e-20. Replacing chunks any number of times therefore
- * leaves exactly the sum of the surviving chunks: floating-point running sums drift with negative
- * corrections, micro-unit integers round every value, and int64 overflows past ~900 thousand
- * chunks at the 1e7 bound, while BigInt has no bound. The database keeps them as decimal text.
+ * Consumption sums held exactly: BigInt integers in units of 2^-bits, each sum carrying its unit and two
+ * sums meeting in the finer of theirs. Every double is an integer multiple of 2^-1074 (the least
+ * subnormal), so every chunk value converts without loss, a day's lone chunk reads back as sent, and
+ * replacing chunks any number of times, negative corrections included, leaves exactly the sum of the
+ * surviving chunks, read back as the double nearest to it. Floating-point running sums drift,
+ * micro-unit integers round every value, and int64 overflows past ~900 thousand chunks at the 1e7
+ * bound, while BigInt has no bound. The database keeps a row's sums as decimal text in the coarsest
+ * unit that holds them: 2^-50 to 2^-60 for usual values, fewer digits than the earlier fixed 2^-64,
+ * and only a row holding a tiny value carries more (~330 for 5e-324 beside 1e7).
  */
 export const DAY_FIELDS = ['km', 'kwh', 'hours', 'socDrop'] as const;
 type DayField = (typeof DAY_FIELDS)[number];
 export type DayValues = Record<DayField, number>;
-export type Totals = Record<DayField, bigint>;
-export type StoredTotals = Record<DayField, string>;
+/** Each field is its integer times 2^-bits. */
+export type Totals = Record<DayField, bigint> & { bits: number };
+/** `unitBits` null: written before units were recorded, in units of 2^-64 (see `LEGACY_UNIT_BITS`). */
+export type StoredTotals = Record<DayField, string> & { unitBits: number | null };
 
-const SCALE = 2 ** 64;
+/**
+ * The unit of sums written before units were recorded. Their values below 2^-12 in magnitude were
+ * rounded to it (by < 2^-65 each), so such sums are exact only once rebuilt from their chunks.
+ */
+const LEGACY_UNIT_BITS = 64;
 
-export const ZERO: Totals = { km: 0n, kwh: 0n, hours: 0n, socDrop: 0n };
+export const ZERO: Totals = { bits: 0, km: 0n, kwh: 0n, hours: 0n, socDrop: 0n };
 
-/** Exact for |x| ≥ 2^-12: x·2^64 is a double that is already an integer. */
 export function totalsOf(values: DayValues): Totals {
-  return combine((field) => BigInt(Math.round(values[field] * SCALE)));
+  const exact = { km: exactly(values.km), kwh: exactly(values.kwh), hours: exactly(values.hours), socDrop: exactly(values.socDrop) };
+  const bits = Math.max(exact.km.bits, exact.kwh.bits, exact.hours.bits, exact.socDrop.bits);
+  return combine(bits, (field) => exact[field].units << BigInt(bits - exact[field].bits));
 }
 
-/** The double nearest to each exact sum (a power-of-two division adds no rounding). */
+const binary = new DataView(new ArrayBuffer(8));
+
+/** A double exactly as `units` · 2^-bits, read from its IEEE 754 fields (`toStored` drops the spare bits). */
+function exactly(x: number): { units: bigint; bits: number } {
+  if (x === 0) return { units: 0n, bits: 0 };
+  binary.setFloat64(0, x);
+  const high = binary.getUint32(0);
+  const exponent = (high >>> 20) & 0x7ff;
+  // A subnormal (exponent 0) has no implicit leading 1 and the scale of exponent 1.
+  const significand = ((high & 0xfffff) + (exponent === 0 ? 0 : 0x100000)) * 2 ** 32 + binary.getUint32(4);
+  const bits = 1075 - Math.max(exponent, 1);
+  return { units: BigInt(x < 0 ? -significand : significand), bits };
+}
+
+/** The double nearest to each exact sum, as `Number` rounds (to nearest, ties to even). */
 export function valuesOf(totals: Totals): DayValues {
-  return { km: toNumber(totals.km), kwh: toNumber(totals.kwh), hours: toNumber(totals.hours), socDrop: toNumber(totals.socDrop) };
+  const number = (field: DayField) => toNumber(totals[field], totals.bits);
+  return { km: number('km'), kwh: number('kwh'), hours: number('hours'), socDrop: number('socDrop') };
 }
 
-const toNumber = (fixed: bigint) => Number(fixed) / SCALE;
+/** Leaves at least 63 bits of an integer near 2^1023 or above: more than the 53 kept and the 2 rounding to odd needs. */
+const ODD_ROUNDED_SHIFT = 959;
 
-export const plus = (a: Totals, b: Totals): Totals => combine((field) => a[field] + b[field]);
-export const minus = (a: Totals, b: Totals): Totals => combine((field) => a[field] - b[field]);
+/**
+ * `Number(units)` rounds once, and the power-of-two scale is then exact: a subnormal result comes
+ * from units < 2^52, which `Number` holds exactly. Integers rounding to 2^1023 or more (near doubles'
+ * range) are first shifted down rounding to odd, which keeps the later rounding to 53 bits correct.
+ */
+function toNumber(units: bigint, bits: number): number {
+  const rounded = Number(units);
+  if (Math.abs(rounded) < 2 ** 1023) return rounded * 2 ** -bits;
+  return Number(roundedToOdd(units, ODD_ROUNDED_SHIFT)) * 2 ** (ODD_ROUNDED_SHIFT - bits);
+}
 
-export const fromStored = (stored: StoredTotals): Totals => combine((field) => BigInt(stored[field]));
+function roundedToOdd(units: bigint, shift: number): bigint {
+  const magnitude = units < 0n ? -units : units;
+  let kept = magnitude >> BigInt(shift);
+  if (kept << BigInt(shift) !== magnitude) kept |= 1n;
+  return units < 0n ? -kept : kept;
+}
+
+export const plus = (a: Totals, b: Totals): Totals => aligned(a, b, (x, y) => x + y);
+export const minus = (a: Totals, b: Totals): Totals => aligned(a, b, (x, y) => x - y);
+
+/** Applies `operation` to each field of `a` and `b` in the finer of their units, so no unit mixes with another. */
+function aligned(a: Totals, b: Totals, operation: (x: bigint, y: bigint) => bigint): Totals {
+  const bits = Math.max(a.bits, b.bits);
+  return combine(bits, (field) => operation(inUnit(a, field, bits), inUnit(b, field, bits)));
+}
+
+const inUnit = (totals: Totals, field: DayField, bits: number): bigint =>
+  totals.bits === bits ? totals[field] : totals[field] << BigInt(bits - totals.bits);
+
+export const fromStored = (stored: StoredTotals): Totals =>
+  combine(stored.unitBits ?? LEGACY_UNIT_BITS, (field) => BigInt(stored[field]));
+
+/** Whether these sums were written before units were recorded (and may hold their rounding). */
+export const isLegacy = (stored: StoredTotals): boolean => stored.unitBits === null;
+
+/** In the coarsest unit holding every field exactly, so that usual sums keep few digits. */
 export function toStored(totals: Totals): StoredTotals {
-  return { km: String(totals.km), kwh: String(totals.kwh), hours: String(totals.hours), socDrop: String(totals.socDrop) };
+  const { km, kwh, hours, socDrop } = totals;
+  const spare = BigInt(trailingZeroBits(km | kwh | hours | socDrop, totals.bits));
+  const digits = (field: bigint) => String(field >> spare);
+  return { unitBits: totals.bits - Number(spare), km: digits(km), kwh: digits(kwh), hours: digits(hours), socDrop: digits(socDrop) };
 }
 
-function combine(value: (field: DayField) => bigint): Totals {
-  return { km: value('km'), kwh: value('kwh'), hours: value('hours'), socDrop: value('socDrop') };
+/** How many of `value`'s lowest bits are zero, up to `most` (a zero value has `most`). */
+function trailingZeroBits(value: bigint, most: number): number {
+  let zero = 0;
+  let upTo = Math.max(most, 0);
+  while (zero < upTo) {
+    const middle = Math.ceil((zero + upTo) / 2);
+    if (BigInt.asUintN(middle, value) === 0n) zero = middle;
+    else upTo = middle - 1;
+  }
+  return zero;
+}
+
+function combine(bits: number, value: (field: DayField) => bigint): Totals {
+  return { bits, km: value('km'), kwh: value('kwh'), hours: value('hours'), socDrop: value('socDrop') };
 }
