@@ -10,6 +10,7 @@ import journal from '../drizzle/meta/_journal.json' with { type: 'json' };
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate, migrationsPending } from '../src/db/migrate.ts';
 import { openDatabase, StorageError } from '../src/db/open.ts';
+import { limits } from '../src/limits.ts';
 import { tempDir } from './support.ts';
 
 const MIGRATIONS = embeddedMigrations();
@@ -146,8 +147,10 @@ const databases: [string, (db: Database) => void][] = [
   ["a database of the previous schema, as drizzle's migrator left it", (db) => migrateWithDrizzle(db, MIGRATIONS.length - 1)],
 ];
 
-// Lined up by a write lock the test holds: both get as far as their migrator goes before it writes
-// (drizzle's had read what was applied by then), and both go on when the test lets go.
+// Lined up by a write lock the test holds: both get as far as their migrator goes before it writes,
+// and both go on when the test lets go. On the previous schema drizzle's migrator had read what was
+// applied by then, and one of the two failed; on a fresh file its first step (making its table) is
+// already a write, which serialised the two, so that case guards the new migrator alone.
 test.each(databases)('%s: two processes migrating it at the same moment both succeed, and each migration is recorded once', async (_, prepare) => {
   const path = join(tempDir(), 'ev-ingest.db');
   const held = openDatabase(path, 'fast');
@@ -180,4 +183,22 @@ test('a process opening a new database while another holds its lock before the W
   expect(db.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
   expect(migrationsPending(db)).toBe(false);
   db.close();
+});
+
+test('the WAL switch gives up once the busy timeout has passed, though the lock it meets last is an exclusive one it waits behind', async () => {
+  const path = join(tempDir(), 'ev-ingest.db');
+  writeFileSync(path, '');
+  const held = new Database(path);
+  held.run('BEGIN IMMEDIATE'); // refused at once: the child tries again and again
+  const started = performance.now();
+  const child = Bun.spawn([process.execPath, CHILD, path], { stdout: 'pipe', stderr: 'pipe' });
+  await Bun.sleep(limits.databaseBusyMs - 1000);
+  held.run('ROLLBACK');
+  held.run('BEGIN EXCLUSIVE'); // now each try waits in SQLite's busy handler
+  const code = await child.exited;
+  const tookMs = performance.now() - started;
+  held.run('ROLLBACK');
+  held.close();
+  expect([code, await new Response(child.stderr).text()]).toEqual([1, expect.stringContaining('database is locked')]);
+  expect(tookMs).toBeLessThan(limits.databaseBusyMs + 1000); // not a second full timeout after the first
 });

@@ -133,17 +133,25 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
 
 /**
  * Puts a new file in WAL mode (a no-op on one already in it). On a new file another process may be
- * switching it too: SQLite then answers SQLITE_BUSY at once, without the busy timeout's wait (waiting
- * could deadlock two lock upgrades), so the switch is tried again until that timeout has passed.
+ * switching it too: while it holds the file's reserved lock SQLite answers SQLITE_BUSY at once, without
+ * the busy timeout's wait (waiting could deadlock two lock upgrades), so the switch is tried again, each
+ * try's own wait (behind an exclusive lock) cut to what is left, until the busy timeout has passed.
  */
 function switchToWal(db: Database): string | undefined {
   const giveUpAt = performance.now() + limits.databaseBusyMs;
-  for (;;) {
-    try {
-      return db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
-    } catch (error) {
-      if (sqliteCode(error) !== 'SQLITE_BUSY' || performance.now() >= giveUpAt) throw error;
-      Bun.sleepSync(limits.walSwitchRetryMs);
+  try {
+    for (;;) {
+      try {
+        return db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
+      } catch (error) {
+        if (sqliteCode(error) !== 'SQLITE_BUSY') throw error;
+        Bun.sleepSync(limits.walSwitchRetryMs);
+        const left = Math.floor(giveUpAt - performance.now());
+        if (left <= 0) throw error;
+        db.run(`PRAGMA busy_timeout = ${left}`);
+      }
     }
+  } finally {
+    db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   }
 }
