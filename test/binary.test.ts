@@ -5,7 +5,7 @@ import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 import { compiledBinary, launchBinary, ownerRequest, startBinary } from './binary.ts';
-import { consumptionChunk, INSTALLATION, OWNER_TOKEN, tempDir } from './support.ts';
+import { consumptionChunk, INSTALLATION, migratedByNewerRefusal, migratedByNewerVersion, OWNER_TOKEN, tempDir } from './support.ts';
 
 let binary: string;
 beforeAll(async () => {
@@ -164,6 +164,24 @@ describe('serving', () => {
     expect(result.stderr.toString()).toBe(
       'ev-ingest: DATABASE_PATH ./data/ev-ingest.db is not an SQLite database; refusing to open it\n',
     );
+  });
+
+  test('a database a newer ev-ingest migrated refuses the start, exit 1 with one line, and backup still copies it', async () => {
+    const cwd = tempDir();
+    const path = join(cwd, 'ev.db');
+    migratedByNewerVersion(path, [Date.UTC(2030, 0, 2)]);
+    expect(await launchBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: path }, cwd)).toEqual({
+      exited: {
+        code: 1,
+        stdout: '',
+        stderr: `ev-ingest: ${migratedByNewerRefusal(path, '1 migration this version does not know, the newest dated 2030-01-02T00:00:00.000Z')}\n`,
+      },
+    });
+    const file = join(cwd, 'before-downgrade.db');
+    expect(run(['backup', file], { DATABASE_PATH: path })).toMatchObject({ code: 0, stderr: '' });
+    const copy = new Database(file, { readonly: true });
+    expect(copy.query('SELECT hash FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1').get()).toEqual({ hash: `newer-${Date.UTC(2030, 0, 2)}` });
+    copy.close();
   });
 });
 

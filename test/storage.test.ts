@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -12,7 +12,18 @@ import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import journal from '../drizzle/meta/_journal.json' with { type: 'json' };
-import { immutable, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir } from './support.ts';
+import {
+  immutable,
+  INSTALLATION,
+  migratedByNewerRefusal,
+  migratedByNewerVersion,
+  OTHER_INSTALLATION,
+  refusedStart,
+  runDevicesCommand,
+  startTestService,
+  tempDir,
+  testConfig,
+} from './support.ts';
 
 const T0 = 1_764_080_000;
 
@@ -83,6 +94,30 @@ test('a WAL the server cannot open to sync is refused naming DATABASE_PATH', asy
     undo();
     holder.close();
   }
+});
+
+test('a database a newer ev-ingest migrated is refused by the server and the devices command with one line, and left as it was', async () => {
+  const dir = tempDir();
+  const config = testConfig(dir);
+  const path = config.databasePath;
+  migratedByNewerVersion(path, [Date.UTC(2030, 0, 2), Date.UTC(2030, 5, 1, 12)]);
+  const before = readFileSync(path);
+  const refusal = migratedByNewerRefusal(path, '2 migrations this version does not know, the newest dated 2030-06-01T12:00:00.000Z');
+  const refused = await refusedStart(config);
+  expect(refused).toBeInstanceOf(StorageError);
+  expect(refused.message).toBe(refusal);
+  expect(await runDevicesCommand(path, ['list'])).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: ${refusal}\n` });
+  expect(readFileSync(path)).toEqual(before);
+  expect(readdirSync(dir)).toEqual(['ev-ingest.db']); // no lock file, no WAL
+});
+
+test("a database at this version's migrations opens, also with one of them recorded under another hash (edited after a build applied it)", async () => {
+  const path = join(tempDir(), 'ev.db');
+  const db = openDatabase(path, 'fast');
+  migrate(db);
+  db.run("UPDATE __drizzle_migrations SET hash = 'edited since' WHERE created_at = ?", [journal.entries.at(-1)!.when]);
+  db.close();
+  expect(await refusal(path)).toBeNull();
 });
 
 const SQLITE3 = '/usr/bin/sqlite3';

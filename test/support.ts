@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { createApp, type AppOptions, type Service } from '../src/app.ts';
 import { DEFAULT_PLANNER_URL, type Config } from '../src/config.ts';
 import type { DayValues } from '../src/consumption/totals.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openDatabase } from '../src/db/open.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
@@ -133,6 +135,23 @@ export async function runDevicesCommand(databasePath: string, args: string[], en
   const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
   return { code, stdout, stderr };
 }
+
+/**
+ * A database at `path` of this version's schema as a newer ev-ingest would leave it: migrations dated
+ * `later` (created_at, Unix ms) recorded after this version's own, as drizzle records them.
+ */
+export function migratedByNewerVersion(path: string, later: number[]): void {
+  const db = openDatabase(path, 'fast');
+  migrate(db);
+  const record = db.query('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)');
+  for (const createdAt of later) record.run(`newer-${createdAt}`, createdAt);
+  db.close();
+}
+
+/** The one line that refuses a database a newer ev-ingest migrated; `unknown` counts and dates its migrations. */
+export const migratedByNewerRefusal = (path: string, unknown: string) =>
+  `DATABASE_PATH ${path} cannot be used: it was migrated by a newer ev-ingest (${unknown}); ` +
+  'run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)';
 
 /** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
 export function immutable(path: string): () => void {

@@ -7,10 +7,13 @@
 import type { Database } from 'bun:sqlite';
 import type { MigrationMeta } from 'drizzle-orm/migrator';
 import { embeddedMigrations } from './migrations.macro.ts' with { type: 'macro' };
-import { StorageError } from './open.ts';
+import { StorageError, unusableDatabase } from './open.ts';
 
 /** The drizzle-kit migrations, inlined at build time: once, each call of the macro inlining them all again. */
 const MIGRATIONS = embeddedMigrations();
+
+/** The created_at of this version's newest migration: a database recording a later one was migrated by a newer version. */
+const NEWEST_EMBEDDED = Math.max(...MIGRATIONS.map((migration) => migration.folderMillis));
 
 /** Drizzle's own statement, to the whitespace: sqlite_master cannot tell which migrator made the table. */
 const CREATE_MIGRATIONS_TABLE =
@@ -34,8 +37,32 @@ export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIG
 
 /** Whether `migrate` would change this database: no migrations table yet, or a migration newer than the last it recorded. */
 export function migrationsPending(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): boolean {
-  const table = db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
-  return table === null || unapplied(db, migrations).length > 0;
+  return !migrationsRecorded(db) || unapplied(db, migrations).length > 0;
+}
+
+/**
+ * Refuses a database that a newer ev-ingest migrated: this version would run on a schema it does not
+ * know (a build before the sums' unit wrote sums that history then read wildly wrong). Told by
+ * created_at, as drizzle tells what is applied, not by hash: one of this version's own migrations
+ * recorded under another hash (edited after a build applied it) is no newer version's to run.
+ */
+export function refuseNewerDatabase(db: Database, databasePath: string): void {
+  if (!migrationsRecorded(db)) return;
+  const { count, newest } = db
+    .query<{ count: number; newest: number }, [number]>(
+      'SELECT count(*) AS count, max(created_at) AS newest FROM __drizzle_migrations WHERE created_at > ?',
+    )
+    .get(NEWEST_EMBEDDED)!;
+  if (count === 0) return;
+  const unknown = `${count} migration${count === 1 ? '' : 's'} this version does not know, the newest dated ${new Date(newest).toISOString()}`;
+  throw unusableDatabase(
+    databasePath,
+    `it was migrated by a newer ev-ingest (${unknown}); run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)`,
+  );
+}
+
+function migrationsRecorded(db: Database): boolean {
+  return db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get() !== null;
 }
 
 /** Drizzle's rule: every migration newer than the last one recorded, whatever was recorded before it. */

@@ -2,7 +2,7 @@
 import type { Database } from 'bun:sqlite';
 import type { Config } from '../config.ts';
 import { Committer, type CommitterOptions } from './committer.ts';
-import { migrate, migrationsPending } from './migrate.ts';
+import { migrate, migrationsPending, refuseNewerDatabase } from './migrate.ts';
 import { openDatabase } from './open.ts';
 import { takeServerLock, type ServerLock } from './server-lock.ts';
 
@@ -26,6 +26,8 @@ export async function openStorage(options: StorageOptions, { serverLock = false 
   let lock: ServerLock | undefined;
   let committer: Committer;
   try {
+    // First, so that a refused start leaves nothing beside the database, not even a lock file.
+    refuseNewerDatabase(db, options.databasePath);
     // Before the migrations: a second server must not change the schema under the one running, nor
     // a command (which takes the lock only to migrate) under a server of an earlier version.
     if (serverLock) lock = takeServerLock(db, options.databasePath);
