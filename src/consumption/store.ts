@@ -6,14 +6,15 @@
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import type { Chunk } from './model.ts';
-import { fromStored, isLegacy, minus, plus, toStored, totalsOf, ZERO, type StoredTotals, type Totals } from './totals.ts';
+import { fromStored, isLegacy, minus, plus, toStored, totalsOf, ZERO, type DayValues, type StoredTotals, type Totals } from './totals.ts';
 
-interface StoredChunk {
+/** A chunk's values, named as in `DayValues`. */
+const VALUES = 'km, kwh, hours, soc_drop AS socDrop';
+/** A row's sums, named as in `StoredTotals`. */
+const SUMS = `${VALUES}, unit_bits AS unitBits`;
+
+interface StoredChunk extends DayValues {
   date: string;
-  km: number;
-  kwh: number;
-  hours: number;
-  socDrop: number;
 }
 
 const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
@@ -21,8 +22,7 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   const lifetime = readLifetime(db, installationId);
   const replaced = db
     .query<StoredChunk, [string, number]>(
-      `SELECT date, km, kwh, hours, soc_drop AS socDrop FROM consumption_chunks
-       WHERE installation_id = ? AND recorded_at = ?`,
+      `SELECT date, ${VALUES} FROM consumption_chunks WHERE installation_id = ? AND recorded_at = ?`,
     )
     .get(installationId, recordedAt);
   db.query(
@@ -56,8 +56,7 @@ interface StoredDay extends StoredTotals {
 function addToDay(db: Database, installationId: string, date: string, change: Totals, chunkChange: number): void {
   const day = db
     .query<StoredDay, [string, string]>(
-      `SELECT chunks, km, kwh, hours, soc_drop AS socDrop, unit_bits AS unitBits FROM consumption_days
-       WHERE installation_id = ? AND date = ?`,
+      `SELECT chunks, ${SUMS} FROM consumption_days WHERE installation_id = ? AND date = ?`,
     )
     .get(installationId, date);
   const chunks = (day?.chunks ?? 0) + chunkChange;
@@ -94,8 +93,7 @@ function writeLifetime(db: Database, installationId: string, sums: Totals): void
 function readLifetime(db: Database, installationId: string): StoredTotals | null {
   return db
     .query<StoredTotals, [string]>(
-      `SELECT km, kwh, hours, soc_drop AS socDrop, unit_bits AS unitBits FROM consumption_lifetimes
-       WHERE installation_id = ?`,
+      `SELECT ${SUMS} FROM consumption_lifetimes WHERE installation_id = ?`,
     )
     .get(installationId);
 }
@@ -109,7 +107,7 @@ function readLifetime(db: Database, installationId: string): StoredTotals | null
 function rebuildSums(db: Database, installationId: string): void {
   const days = new Map<string, { chunks: number; sums: Totals }>();
   const chunks = db.query<StoredChunk, [string]>(
-    'SELECT date, km, kwh, hours, soc_drop AS socDrop FROM consumption_chunks WHERE installation_id = ?',
+    `SELECT date, ${VALUES} FROM consumption_chunks WHERE installation_id = ?`,
   );
   for (const chunk of chunks.iterate(installationId)) {
     const day = days.get(chunk.date);
@@ -146,7 +144,7 @@ export function readHistory(db: Database, installationId: string, days: number):
   return db.transaction(() => ({
     days: db
       .query<HistoryDay, [string, number]>(
-        `SELECT date, km, kwh, hours, soc_drop AS socDrop, unit_bits AS unitBits, soh_percent AS sohPercent
+        `SELECT date, ${SUMS}, soh_percent AS sohPercent
          FROM consumption_days WHERE installation_id = ? ORDER BY date DESC LIMIT ?`,
       )
       .all(installationId, days),

@@ -28,7 +28,7 @@ export const ZERO: Totals = { bits: 0, km: 0n, kwh: 0n, hours: 0n, socDrop: 0n }
 export function totalsOf(values: DayValues): Totals {
   const exact = { km: exactly(values.km), kwh: exactly(values.kwh), hours: exactly(values.hours), socDrop: exactly(values.socDrop) };
   const bits = Math.max(exact.km.bits, exact.kwh.bits, exact.hours.bits, exact.socDrop.bits);
-  return combine(bits, (field) => exact[field].units << BigInt(bits - exact[field].bits));
+  return combine(bits, (field) => inFinerUnit(exact[field].units, exact[field].bits, bits));
 }
 
 const binary = new DataView(new ArrayBuffer(8));
@@ -78,11 +78,11 @@ export const minus = (a: Totals, b: Totals): Totals => aligned(a, b, (x, y) => x
 /** Applies `operation` to each field of `a` and `b` in the finer of their units, so no unit mixes with another. */
 function aligned(a: Totals, b: Totals, operation: (x: bigint, y: bigint) => bigint): Totals {
   const bits = Math.max(a.bits, b.bits);
-  return combine(bits, (field) => operation(inUnit(a, field, bits), inUnit(b, field, bits)));
+  return combine(bits, (field) => operation(inFinerUnit(a[field], a.bits, bits), inFinerUnit(b[field], b.bits, bits)));
 }
 
-const inUnit = (totals: Totals, field: DayField, bits: number): bigint =>
-  totals.bits === bits ? totals[field] : totals[field] << BigInt(bits - totals.bits);
+/** `units` · 2^-`bits` as an integer in the finer unit 2^-`finer`. */
+const inFinerUnit = (units: bigint, bits: number, finer: number): bigint => (bits === finer ? units : units << BigInt(finer - bits));
 
 export const fromStored = (stored: StoredTotals): Totals =>
   combine(stored.unitBits ?? LEGACY_UNIT_BITS, (field) => BigInt(stored[field]));
@@ -100,16 +100,13 @@ export function toStored(totals: Totals): StoredTotals {
 
 /** How many of `value`'s lowest bits are zero, up to `most` (a zero value has `most`). */
 function trailingZeroBits(value: bigint, most: number): number {
-  let zero = 0;
-  let upTo = Math.max(most, 0);
-  while (zero < upTo) {
-    const middle = Math.ceil((zero + upTo) / 2);
-    if (BigInt.asUintN(middle, value) === 0n) zero = middle;
-    else upTo = middle - 1;
-  }
-  return zero;
+  const upTo = Math.max(most, 0);
+  // The lowest set bit alone (two's complement, so for negative values too), and its position.
+  return value === 0n ? upTo : Math.min((value & -value).toString(2).length - 1, upTo);
 }
 
+// The fields are spelled out here, in `totalsOf`, `valuesOf` and `toStored`: built by a loop over
+// `DAY_FIELDS` or a spread, a chunk write's sums took 10-30% longer in a micro-benchmark.
 function combine(bits: number, value: (field: DayField) => bigint): Totals {
   return { bits, km: value('km'), kwh: value('kwh'), hours: value('hours'), socDrop: value('socDrop') };
 }
