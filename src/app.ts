@@ -38,10 +38,10 @@ export interface AppOptions {
 export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder, bodyReadMs = limits.bodyReadMs }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
-  /** Settles once the start-up's own writes have committed: serve only then. */
-  const ready = devices.revokeUncollected();
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
+  /** Settles once the start-up's own writes have committed: serve only then. */
+  const ready = Promise.all([devices.revokeUncollected(), consumption.rebuildSumsWithoutUnit(log)]);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { Consumption } from '../src/consumption/history.ts';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { openDatabase } from '../src/db/open.ts';
+import { openDatabase, StorageError } from '../src/db/open.ts';
 import { limits } from '../src/limits.ts';
+import { createMemoryLogger } from '../src/log.ts';
+import { serve } from '../src/server.ts';
 import {
   answer,
   consumptionChunk,
@@ -14,6 +16,7 @@ import {
   OTHER_INSTALLATION,
   startTestService,
   tempDir,
+  testConfig,
   type ConsumptionChunk,
   type TestService,
 } from './support.ts';
@@ -383,7 +386,7 @@ describe('sums do not drift', () => {
   });
 });
 
-describe('sums written before their unit was recorded (in units of 2^-64)', () => {
+describe('sums an earlier build wrote without their unit (in units of 2^-64)', () => {
   /** The earlier version's sum of a field: each value rounded to units of 2^-64, added, as decimal text. */
   const legacySum = (days: Day[], field: (typeof FIELDS)[number]) =>
     String(days.reduce((units, day) => units + BigInt(Math.round(day[field] * 2 ** 64)), 0n));
@@ -413,51 +416,128 @@ describe('sums written before their unit was recorded (in units of 2^-64)', () =
     return dir;
   }
 
-  test('read as the earlier version read them; an installation’s next chunk write rebuilds all of its sums exactly from its chunks', async () => {
-    const dir = legacyDatabase([
+  /** The history of one installation's chunks (all within the 400 days), its sums exact. */
+  function exactHistory(chunks: ConsumptionChunk[]) {
+    const dates = [...new Set(chunks.map((c) => c.date))].sort().reverse();
+    const records = dates.map((date) => {
+      const ofDay = chunks.filter((c) => c.date === date).sort((a, b) => a.recordedAt - b.recordedAt);
+      const sohPercent = ofDay.findLast((c) => c.sohPercent !== undefined)?.sohPercent;
+      return {
+        date,
+        day: exactSums(ofDay.map((c) => c.day)),
+        ...(sohPercent !== undefined && { sohPercent }),
+        lifetime: exactSums(chunks.filter((c) => c.date <= date).map((c) => c.day)),
+      };
+    });
+    return { records, lifetime: records[0]!.lifetime };
+  }
+
+  const SUM_COLUMNS = 'installation_id, km, kwh, hours, soc_drop, unit_bits';
+  const rebuiltLines = (log: string[]) => log.filter((line) => line.includes('consumption.sums_rebuilt'));
+
+  test('every installation’s are rebuilt exactly from its chunks before the first request, in one start-up write', async () => {
+    const third = installationNumbered(3);
+    const chunks = [
       consumptionChunk({ recordedAt: T0, date: '2026-11-24', day: { km: 10, kwh: 0.0001, hours: 0.5, socDrop: 1 }, sohPercent: 97 }),
-      consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-25', day: day(12.5, 2, 0.25, 3) }),
+      consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-24', day: day(2, 0.0001, 0.25, 3) }),
+      consumptionChunk({ recordedAt: T0 + 2, date: '2026-11-25', day: day(12.5, 2, 0.25, 3), sohPercent: 96 }),
       consumptionChunk({ installationId: OTHER_INSTALLATION, recordedAt: T0, date: '2026-11-25', day: day(1, 0.0001, 1, 1) }),
-    ]);
+      consumptionChunk({ installationId: third, recordedAt: T0 + 5, date: '2026-11-23', day: { km: 5e-324, kwh: 1e7, hours: -3e-5, socDrop: 2 ** -40 } }),
+      consumptionChunk({ installationId: third, recordedAt: T0 + 6, date: '2026-11-23', day: { km: 1, kwh: -0.0001, hours: 1, socDrop: 1 }, sohPercent: 88 }),
+    ];
+    const dir = legacyDatabase(chunks);
+    // A fourth installation whose sums the earlier build of this version had already rebuilt with their
+    // unit: its rows are left as they are (here a sum its chunk does not have, to show it).
+    const done = installationNumbered(4);
+    const db = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
+    // And a day without chunks (a chunk deleted by hand): the rebuild keeps only the days the chunks give.
+    db.run(`INSERT INTO consumption_days VALUES (?, '2026-11-22', 1, '1', '1', '1', '1', NULL)`, [INSTALLATION]);
+    migrate(db);
+    db.run(`INSERT INTO consumption_chunks VALUES (?, ${T0}, '2026-11-20', 1, 1, 1, 1, NULL)`, [done]);
+    db.run(`INSERT INTO consumption_days (${SUM_COLUMNS}, date, chunks) VALUES (?, '7', '1', '1', '1', 0, '2026-11-20', 1)`, [done]);
+    db.run(`INSERT INTO consumption_lifetimes (${SUM_COLUMNS}) VALUES (?, '7', '1', '1', '1', 0)`, [done]);
+    db.close();
+
     const upgraded = await startTestService({}, { dir });
     try {
+      // Read at once, before any request: the start has waited for the rebuild to commit.
+      const rows = upgraded.storage.db;
+      expect(rows.query('SELECT installation_id AS id, date, chunks, soh_percent AS soh, unit_bits IS NULL AS unitless FROM consumption_days ORDER BY id, date').all()).toEqual([
+        { id: third, date: '2026-11-23', chunks: 2, soh: 88, unitless: 0 },
+        { id: done, date: '2026-11-20', chunks: 1, soh: null, unitless: 0 },
+        { id: OTHER_INSTALLATION, date: '2026-11-25', chunks: 1, soh: null, unitless: 0 },
+        { id: INSTALLATION, date: '2026-11-24', chunks: 2, soh: 97, unitless: 0 },
+        { id: INSTALLATION, date: '2026-11-25', chunks: 1, soh: 96, unitless: 0 },
+      ]);
+      expect(rows.query('SELECT count(*) AS unitless FROM consumption_lifetimes WHERE unit_bits IS NULL').get()).toEqual({ unitless: 0 });
       const historyOf = async (installationId: string) =>
         (await answer(await upgraded.request('GET', `/v1/consumption/history/${installationId}`))).body;
-      // 0.0001 rounded to 2^-64 by the earlier version.
-      const rounded = 0.00009999999999999999;
-      const legacyLifetime = day(22.5, 2.0001, 0.75, 4);
-      expect(await historyOf(INSTALLATION)).toEqual({
-        records: [
-          { date: '2026-11-25', day: day(12.5, 2, 0.25, 3), lifetime: legacyLifetime },
-          { date: '2026-11-24', day: day(10, rounded, 0.5, 1), sohPercent: 97, lifetime: day(10, rounded, 0.5, 1) },
-        ],
-        lifetime: legacyLifetime,
-      });
-
-      // The 25th's chunk moves to the 26th, leaving the 25th without chunks; the 24th is not written.
-      const moved = consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-26', day: day(1, 0.0001, 0, 0) });
-      expect((await upgraded.request('PUT', '/v1/consumption/daily', { body: moved })).status).toBe(204);
-      expect(await historyOf(INSTALLATION)).toEqual({
-        records: [
-          { date: '2026-11-26', day: day(1, 0.0001, 0, 0), lifetime: day(11, 0.0002, 0.5, 1) },
-          { date: '2026-11-24', day: day(10, 0.0001, 0.5, 1), sohPercent: 97, lifetime: day(10, 0.0001, 0.5, 1) },
-        ],
-        lifetime: day(11, 0.0002, 0.5, 1),
-      });
-      // Only the written installation's rows were rebuilt; the other's are still read as written.
-      const db = upgraded.storage.db;
-      expect(db.query('SELECT installation_id AS id, date, chunks, soh_percent, unit_bits IS NULL AS legacy FROM consumption_days ORDER BY id, date').all()).toEqual([
-        { id: OTHER_INSTALLATION, date: '2026-11-25', chunks: 1, soh_percent: null, legacy: 1 },
-        { id: INSTALLATION, date: '2026-11-24', chunks: 1, soh_percent: 97, legacy: 0 },
-        { id: INSTALLATION, date: '2026-11-26', chunks: 1, soh_percent: null, legacy: 0 },
-      ]);
-      expect(db.query('SELECT installation_id AS id, unit_bits IS NULL AS legacy FROM consumption_lifetimes ORDER BY id').all()).toEqual([
-        { id: OTHER_INSTALLATION, legacy: 1 },
-        { id: INSTALLATION, legacy: 0 },
-      ]);
-      expect(((await historyOf(OTHER_INSTALLATION)) as { lifetime: Day }).lifetime).toEqual(day(1, rounded, 1, 1));
+      for (const installationId of [INSTALLATION, OTHER_INSTALLATION, third]) {
+        expect(await historyOf(installationId)).toEqual(exactHistory(chunks.filter((c) => c.installationId === installationId)));
+      }
+      expect(((await historyOf(done)) as { lifetime: Day }).lifetime).toEqual(day(7, 1, 1, 1));
+      // Three installations, each with its days and its lifetime; no value in the line.
+      expect(rebuiltLines(upgraded.log.lines)).toEqual([expect.stringMatching(/ info consumption\.sums_rebuilt installations=3 rows=7 ms=\d+$/)]);
     } finally {
       await upgraded.close();
+    }
+    const again = await startTestService({}, { dir });
+    try {
+      expect(rebuiltLines(again.log.lines)).toEqual([]); // once
+    } finally {
+      await again.close();
+    }
+  });
+
+  test('a start finding every sum with its unit writes nothing and logs no rebuild', async () => {
+    const dir = tempDir();
+    const first = await startTestService({}, { dir });
+    expect((await first.request('PUT', '/v1/consumption/daily', { body: consumptionChunk() })).status).toBe(204);
+    await first.close();
+    const again = await startTestService({}, { dir });
+    try {
+      expect([again.storage.committer.stats.writes, rebuiltLines(again.log.lines)]).toEqual([0, []]);
+    } finally {
+      await again.close();
+    }
+  });
+
+  test('a row without its unit met after the start is refused, saying so, rather than read in some unit', async () => {
+    const rows = service.storage.db;
+    await put(chunk({ date: '2026-11-24' }));
+    rows.run('UPDATE consumption_lifetimes SET unit_bits = NULL WHERE installation_id = ?', [INSTALLATION]);
+    rows.run(`INSERT INTO consumption_days (${SUM_COLUMNS}, date, chunks) VALUES (?, '1', '1', '1', '1', NULL, '2026-11-24', 1)`, [OTHER_INSTALLATION]);
+    rows.run(`INSERT INTO consumption_lifetimes (${SUM_COLUMNS}) VALUES (?, '1', '1', '1', '1', 0)`, [OTHER_INSTALLATION]);
+    const refused = { status: 500, body: { error: 'internal server error' } };
+    const reason =
+      'consumption sums stored without their unit (unit_bits is NULL): only an earlier build wrote such rows, and the start rebuilds them from the chunks; restart the service';
+    expect(await answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`))).toEqual(refused);
+    expect(await answer(await service.request('GET', `/v1/consumption/history/${OTHER_INSTALLATION}`))).toEqual(refused);
+    expect(await answer(await putChunk(chunk({ recordedAt: T0 + 1 })))).toEqual(refused);
+    const failures = service.log.lines.filter((line) => line.includes(' request.failed '));
+    expect(failures.map((line) => line.includes(reason))).toEqual([true, true, true]);
+    expect(rows.query('SELECT count(*) AS chunks FROM consumption_chunks').get()).toEqual({ chunks: 1 }); // the write rolled back
+  });
+
+  test('a rebuild that fails refuses the start, saying why, and gives the database back: the next start rebuilds', async () => {
+    const dir = legacyDatabase([consumptionChunk({ date: '2026-11-24', day: day(1, 0.0001) })]);
+    const config = testConfig(dir);
+    const blocker = openDatabase(config.databasePath, 'fast');
+    blocker.run("CREATE TRIGGER no_room BEFORE INSERT ON consumption_days BEGIN SELECT RAISE(ABORT, 'no room for a day'); END");
+    const refused = await serve(config, createMemoryLogger()).then(
+      (running) => running.stop().then(() => null),
+      (error: Error) => error,
+    );
+    expect(refused).toBeInstanceOf(StorageError);
+    expect(refused?.message).toBe('consumption sums of an earlier build cannot be rebuilt: no room for a day');
+    blocker.run('DROP TRIGGER no_room');
+    blocker.close();
+    const log = createMemoryLogger();
+    const running = await serve(config, log);
+    try {
+      expect(rebuiltLines(log.lines)).toEqual([expect.stringMatching(/ installations=1 rows=2 ms=\d+$/)]);
+    } finally {
+      await running.stop();
     }
   });
 });

@@ -57,7 +57,7 @@ export const consumptionLifetimes = sqliteTable('consumption_lifetimes', {
   unitBits: sumsUnitBits(),
 });
 
-/** The sums' unit, 2^-unit_bits; NULL in rows written before it was recorded, whose unit is 2^-64. */
+/** The sums' unit, 2^-unit_bits; NULL only in rows an earlier build wrote (in 2^-64), which the start rebuilds (store.ts). */
 function sumsUnitBits() {
   return integer('unit_bits');
 }

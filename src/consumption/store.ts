@@ -1,12 +1,12 @@
 /**
  * Chunks, day sums and lifetime sums. One write operation stores a chunk and moves the sums in the
  * same transaction: it adds the new chunk and takes back the one it replaced. Chunks are never deleted:
- * sums written before their unit was recorded are rebuilt from them.
+ * sums an earlier build wrote without their unit are rebuilt from them at start-up.
  */
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import type { Chunk } from './model.ts';
-import { fromStored, isLegacy, minus, plus, toStored, totalsOf, ZERO, type DayValues, type StoredTotals, type Totals } from './totals.ts';
+import { fromStored, minus, plus, toStored, totalsOf, ZERO, type DayValues, type StoredTotals, type Totals } from './totals.ts';
 
 /** A chunk's values, named as in `DayValues`. */
 const VALUES = 'km, kwh, hours, soc_drop AS socDrop';
@@ -19,7 +19,6 @@ interface StoredChunk extends DayValues {
 
 const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   const { installationId, recordedAt, date } = chunk;
-  const lifetime = readLifetime(db, installationId);
   const replaced = db
     .query<StoredChunk, [string, number]>(
       `SELECT date, ${VALUES} FROM consumption_chunks WHERE installation_id = ? AND recorded_at = ?`,
@@ -31,12 +30,6 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
      ON CONFLICT (installation_id, recorded_at) DO UPDATE SET date = excluded.date, km = excluded.km,
        kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, soh_percent = excluded.soh_percent`,
   ).run({ installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent });
-  // Earlier versions wrote the lifetime with every day's sums: a legacy lifetime marks an installation not yet rebuilt.
-  if (lifetime && isLegacy(lifetime)) {
-    rebuildSums(db, installationId);
-    return;
-  }
-
   const added = totalsOf(chunk.day);
   const taken = replaced ? totalsOf(replaced) : ZERO;
   if (replaced?.date === date) {
@@ -45,6 +38,7 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
     if (replaced) addToDay(db, installationId, replaced.date, minus(ZERO, taken), -1);
     addToDay(db, installationId, date, added, 1);
   }
+  const lifetime = readLifetime(db, installationId);
   writeLifetime(db, installationId, plus(lifetime ? fromStored(lifetime) : ZERO, minus(added, taken)));
 };
 
@@ -99,17 +93,39 @@ function readLifetime(db: Database, installationId: string): StoredTotals | null
 }
 
 /**
- * Sums written before their unit was recorded may hold the rounding of values below 2^-12, so at
- * the installation's first chunk write since, every one of its day sums and its lifetime is added up
- * again from its chunks, which keep what the car sent. No index leads with the installation: this
- * reads the whole chunks table, once per installation.
+ * The installations whose sums an earlier build of 2.1.0 wrote without their unit, in a fixed 2^-64 that
+ * rounded values below 2^-12. It wrote an installation's lifetime with each of its days, and rewrote all
+ * of them at once when it rebuilt them, so a lifetime without a unit marks an installation's every row.
  */
-function rebuildSums(db: Database, installationId: string): void {
-  const days = new Map<string, { chunks: number; sums: Totals }>();
-  const chunks = db.query<StoredChunk, [string]>(
-    `SELECT date, ${VALUES} FROM consumption_chunks WHERE installation_id = ?`,
+const UNITLESS_INSTALLATIONS = 'SELECT installation_id AS id FROM consumption_lifetimes WHERE unit_bits IS NULL';
+
+/** Whether some sums lack their unit: a look through the lifetimes (one row an installation), so most starts write nothing. */
+export function hasSumsWithoutUnit(db: Database): boolean {
+  return db.query(`${UNITLESS_INSTALLATIONS} LIMIT 1`).get() !== null;
+}
+
+export interface SumsRebuilt {
+  installations: number;
+  /** Day and lifetime rows written. */
+  rows: number;
+}
+
+/**
+ * Adds up again, from their chunks (kept as the car sent them), every day and lifetime sum of the
+ * installations whose sums lack their unit, in one pass over the chunks table in its own order: no
+ * index leads with the installation, so reading each one's chunks would read the table each time, and
+ * sorting them all would hold every chunk in memory (temp_store = MEMORY), where this holds a sum a day.
+ */
+const rebuildSumsWithoutUnit: WriteOp<void, SumsRebuilt> = (db) => {
+  const installations = new Map(
+    db.query<{ id: string }, []>(UNITLESS_INSTALLATIONS).all().map(({ id }) => [id, new Map<string, { chunks: number; sums: Totals }>()]),
   );
-  for (const chunk of chunks.iterate(installationId)) {
+  const chunks = db.query<StoredChunk & { installationId: string }, []>(
+    `SELECT installation_id AS installationId, date, ${VALUES} FROM consumption_chunks
+     WHERE installation_id IN (${UNITLESS_INSTALLATIONS})`,
+  );
+  for (const chunk of chunks.iterate()) {
+    const days = installations.get(chunk.installationId)!;
     const day = days.get(chunk.date);
     if (day) {
       day.chunks += 1;
@@ -118,16 +134,22 @@ function rebuildSums(db: Database, installationId: string): void {
       days.set(chunk.date, { chunks: 1, sums: totalsOf(chunk) });
     }
   }
-  db.query('DELETE FROM consumption_days WHERE installation_id = ?').run(installationId);
-  let lifetime = ZERO;
-  for (const [date, { chunks, sums }] of days) {
-    writeDay(db, installationId, date, chunks, sums);
-    lifetime = plus(lifetime, sums);
+  // Before the lifetimes are written: until then those without a unit name the installations rebuilt.
+  db.query(`DELETE FROM consumption_days WHERE installation_id IN (${UNITLESS_INSTALLATIONS})`).run();
+  let rows = 0;
+  for (const [installationId, days] of installations) {
+    let lifetime = ZERO;
+    for (const [date, { chunks, sums }] of days) {
+      writeDay(db, installationId, date, chunks, sums);
+      lifetime = plus(lifetime, sums);
+    }
+    writeLifetime(db, installationId, lifetime);
+    rows += days.size + 1;
   }
-  writeLifetime(db, installationId, lifetime);
-}
+  return { installations: installations.size, rows };
+};
 
-export const consumptionWrites = { putChunk };
+export const consumptionWrites = { putChunk, rebuildSumsWithoutUnit };
 
 export interface HistoryDay extends StoredTotals {
   date: string;

@@ -14,14 +14,8 @@ type DayField = (typeof DAY_FIELDS)[number];
 export type DayValues = Record<DayField, number>;
 /** Each field is its integer times 2^-bits. */
 export type Totals = Record<DayField, bigint> & { bits: number };
-/** `unitBits` null: written before units were recorded, in units of 2^-64 (see `LEGACY_UNIT_BITS`). */
+/** `unitBits` is null only in a row an earlier build wrote, which start-up rebuilds (store.ts): `fromStored` refuses it. */
 export type StoredTotals = Record<DayField, string> & { unitBits: number | null };
-
-/**
- * The unit of sums written before units were recorded. Their values below 2^-12 in magnitude were
- * rounded to it (by < 2^-65 each), so such sums are exact only once rebuilt from their chunks.
- */
-const LEGACY_UNIT_BITS = 64;
 
 export const ZERO: Totals = { bits: 0, km: 0n, kwh: 0n, hours: 0n, socDrop: 0n };
 
@@ -84,11 +78,15 @@ function aligned(a: Totals, b: Totals, operation: (x: bigint, y: bigint) => bigi
 /** `units` · 2^-`bits` as an integer in the finer unit 2^-`finer`. */
 const inFinerUnit = (units: bigint, bits: number, finer: number): bigint => (bits === finer ? units : units << BigInt(finer - bits));
 
-export const fromStored = (stored: StoredTotals): Totals =>
-  combine(stored.unitBits ?? LEGACY_UNIT_BITS, (field) => BigInt(stored[field]));
+export function fromStored(stored: StoredTotals): Totals {
+  const { unitBits } = stored;
+  // Read in any unit, such a row would pass a guess off as an exact sum.
+  if (unitBits === null) throw new Error(WITHOUT_UNIT);
+  return combine(unitBits, (field) => BigInt(stored[field]));
+}
 
-/** Whether these sums were written before units were recorded (and may hold their rounding). */
-export const isLegacy = (stored: StoredTotals): boolean => stored.unitBits === null;
+const WITHOUT_UNIT =
+  'consumption sums stored without their unit (unit_bits is NULL): only an earlier build wrote such rows, and the start rebuilds them from the chunks; restart the service';
 
 /** In the coarsest unit holding every field exactly, so that usual sums keep few digits. */
 export function toStored(totals: Totals): StoredTotals {
