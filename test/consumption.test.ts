@@ -476,6 +476,7 @@ describe('sums an earlier build wrote without their unit (in units of 2^-64)', (
         expect(await historyOf(installationId)).toEqual(exactHistory(chunks.filter((c) => c.installationId === installationId)));
       }
       expect(((await historyOf(done)) as { lifetime: Day }).lifetime).toEqual(day(7, 1, 1, 1));
+      expect(upgraded.storage.committer.stats.writes).toBe(1); // all of them in one write
       // Three installations, each with its days and its lifetime; no value in the line.
       expect(rebuiltLines(upgraded.log.lines)).toEqual([expect.stringMatching(/ info consumption\.sums_rebuilt installations=3 rows=7 ms=\d+$/)]);
     } finally {
@@ -484,6 +485,30 @@ describe('sums an earlier build wrote without their unit (in units of 2^-64)', (
     const again = await startTestService({}, { dir });
     try {
       expect(rebuiltLines(again.log.lines)).toEqual([]); // once
+    } finally {
+      await again.close();
+    }
+  });
+
+  test('a day an earlier build wrote without its unit under a lifetime with one has its installation rebuilt, the lifetime included', async () => {
+    const dir = tempDir();
+    const first = await startTestService({}, { dir });
+    const kept = consumptionChunk({ recordedAt: T0, date: '2026-11-24', day: day(10, 0.0001, 0.5, 1) });
+    expect((await first.request('PUT', '/v1/consumption/daily', { body: kept })).status).toBe(204);
+    await first.close();
+    // The earlier build, run again on this database: its new day has no unit, and the lifetime it
+    // moved keeps the unit while its digits are in units of 2^-64.
+    const added = consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-25', day: day(5, 1, 1, 1) });
+    const db = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
+    db.run(`INSERT INTO consumption_chunks VALUES (?, ${added.recordedAt}, '2026-11-25', 5, 1, 1, 1, NULL)`, [INSTALLATION]);
+    const sums = (days: Day[]) => FIELDS.map((field) => legacySum(days, field));
+    db.run(`INSERT INTO consumption_days (${SUM_COLUMNS}, date, chunks) VALUES (?, ?, ?, ?, ?, NULL, '2026-11-25', 1)`, [INSTALLATION, ...sums([added.day])]);
+    db.run('UPDATE consumption_lifetimes SET km = ?, kwh = ?, hours = ?, soc_drop = ? WHERE installation_id = ?', [...sums([kept.day, added.day]), INSTALLATION]);
+    db.close();
+    const again = await startTestService({}, { dir });
+    try {
+      expect(rebuiltLines(again.log.lines)).toEqual([expect.stringMatching(/ installations=1 rows=3 ms=\d+$/)]);
+      expect((await answer(await again.request('GET', `/v1/consumption/history/${INSTALLATION}`))).body).toEqual(exactHistory([kept, added]));
     } finally {
       await again.close();
     }
@@ -524,12 +549,19 @@ describe('sums an earlier build wrote without their unit (in units of 2^-64)', (
     const config = testConfig(dir);
     const blocker = openDatabase(config.databasePath, 'fast');
     blocker.run("CREATE TRIGGER no_room BEFORE INSERT ON consumption_days BEGIN SELECT RAISE(ABORT, 'no room for a day'); END");
+    // The columns of schema 0003: the refused start has migrated the database, adding the unit's.
+    const sumRows = () => [
+      blocker.query('SELECT installation_id, date, chunks, km, kwh, hours, soc_drop, soh_percent FROM consumption_days').all(),
+      blocker.query('SELECT installation_id, km, kwh, hours, soc_drop FROM consumption_lifetimes').all(),
+    ];
+    const before = sumRows();
     const refused = await serve(config, createMemoryLogger()).then(
       (running) => running.stop().then(() => null),
       (error: Error) => error,
     );
     expect(refused).toBeInstanceOf(StorageError);
     expect(refused?.message).toBe('consumption sums of an earlier build cannot be rebuilt: no room for a day');
+    expect(sumRows()).toEqual(before); // the rebuild's deletions rolled back with it
     blocker.run('DROP TRIGGER no_room');
     blocker.close();
     const log = createMemoryLogger();

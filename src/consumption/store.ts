@@ -94,12 +94,13 @@ function readLifetime(db: Database, installationId: string): StoredTotals | null
 
 /**
  * The installations whose sums an earlier build of 2.1.0 wrote without their unit, in a fixed 2^-64 that
- * rounded values below 2^-12. It wrote an installation's lifetime with each of its days, and rewrote all
- * of them at once when it rebuilt them, so a lifetime without a unit marks an installation's every row.
+ * rounded values below 2^-12: a lifetime without one (that build wrote it with each of its days), or a
+ * day without one under a lifetime with one (that build run again on a database this one had migrated).
  */
-const UNITLESS_INSTALLATIONS = 'SELECT installation_id AS id FROM consumption_lifetimes WHERE unit_bits IS NULL';
+const UNITLESS_INSTALLATIONS = `SELECT installation_id AS id FROM consumption_lifetimes WHERE unit_bits IS NULL
+  UNION SELECT installation_id FROM consumption_days WHERE unit_bits IS NULL`;
 
-/** Whether some sums lack their unit: a look through the lifetimes (one row an installation), so most starts write nothing. */
+/** Whether some sums lack their unit: a look through the sums' rows, so most starts write nothing. */
 export function hasSumsWithoutUnit(db: Database): boolean {
   return db.query(`${UNITLESS_INSTALLATIONS} LIMIT 1`).get() !== null;
 }
