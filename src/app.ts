@@ -40,8 +40,6 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
   devices.load();
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
-  /** Settles once the start-up's own writes have committed: serve only then. */
-  const ready = Promise.all([devices.revokeUncollected(), consumption.rebuildSumsWithoutUnit(log)]);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
@@ -64,6 +62,10 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     const pairingBounds = { ...pairingBody, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
+
+  // Last: should building the app throw, no start-up write is left running with nobody to await it.
+  /** Settles once the start-up's own writes have committed: serve only then. */
+  const ready = Promise.all([devices.revokeUncollected(), consumption.rebuildSumsWithoutUnit(log)]);
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
