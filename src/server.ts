@@ -1,7 +1,9 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
 import type { Server } from 'bun';
+import { statSync } from 'node:fs';
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
+import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage } from './db/storage.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf } from './http/on-error.ts';
@@ -53,6 +55,7 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
   if (config.maxGroupWrites !== undefined) {
     log.warn('bench.group_writes', { maxGroupWrites: config.maxGroupWrites, hint: 'a benchmark switch: unset EV_INGEST_BENCH_GROUP_WRITES' });
   }
+  warnIfLinked(storage, log);
   if (service.pairing && config.publicUrl === '') {
     log.warn('pairing.public_url_unset', {
       hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',
@@ -83,6 +86,22 @@ export async function whenReady(service: Service, storage: Storage): Promise<voi
     await closeService(service, storage);
     throw error;
   }
+}
+
+/**
+ * SQLite names the -wal and -shm after the path it opens, and the one-server lock is named so too: a
+ * second name for the file (a hard link, as `cp -al` or an rsnapshot of the folder makes) escapes both,
+ * and a program opening it by that name while the server runs can corrupt the database.
+ */
+function warnIfLinked(storage: Storage, log: Logger): void {
+  const file = databaseFile(storage.db);
+  const links = statSync(file).nlink;
+  if (links <= 1) return;
+  log.warn('database.hard_linked', {
+    file,
+    links,
+    hint: 'another name of this file gets its own -wal and escapes the lock; open it by no other name, and back it up with `ev-ingest backup`',
+  });
 }
 
 /** Stops the features' background work, then commits what is queued and closes the database. */

@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -10,6 +10,8 @@ import { createPrivateFolders } from '../src/db/private-file.ts';
 import { pendingSamplesReader } from '../src/planner/store.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
+import { createMemoryLogger } from '../src/log.ts';
+import { serve } from '../src/server.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import journal from '../drizzle/meta/_journal.json' with { type: 'json' };
 import {
@@ -293,4 +295,19 @@ test("the database's missing folders are made private whatever the umask, each n
   const modeOf = (folder: string) => (statSync(join(base, folder)).mode & 0o777).toString(8);
   expect([modeOf('shared'), modeOf('shared/ev'), modeOf('m')]).toEqual(['755', '700', '700']);
   expect(synced).toEqual([base, join(base, 'shared')]);
+});
+
+test('a server whose database file has a second name (a hard link) warns at start: that name escapes the -wal and the lock', async () => {
+  const warned = async (link: boolean) => {
+    const dir = tempDir();
+    const config = testConfig(dir);
+    openDatabase(config.databasePath, 'fast').close();
+    if (link) linkSync(config.databasePath, join(dir, 'snapshot.db'));
+    const log = createMemoryLogger();
+    const running = await serve(config, log);
+    await running.stop();
+    return log.lines.filter((line) => line.includes(' warn database.hard_linked '));
+  };
+  expect(await warned(false)).toEqual([]);
+  expect(await warned(true)).toEqual([expect.stringContaining(' links=2 hint=')]);
 });
