@@ -144,11 +144,10 @@ function switchToWal(db: Database): string | undefined {
       try {
         return db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
       } catch (error) {
-        if (sqliteCode(error) !== 'SQLITE_BUSY') throw error;
+        // Given up when no time is left for another try after the pause.
+        if (sqliteCode(error) !== 'SQLITE_BUSY' || giveUpAt - performance.now() <= limits.walSwitchRetryMs) throw error;
         Bun.sleepSync(limits.walSwitchRetryMs);
-        const left = Math.floor(giveUpAt - performance.now());
-        if (left <= 0) throw error;
-        db.run(`PRAGMA busy_timeout = ${left}`);
+        db.run(`PRAGMA busy_timeout = ${Math.max(1, Math.floor(giveUpAt - performance.now()))}`);
       }
     }
   } finally {
