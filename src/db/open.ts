@@ -113,8 +113,6 @@ function assertSqliteFile(path: string): void {
 }
 
 function applyPragmas(db: Database, durability: Durability, syncApart: boolean): void {
-  // Wait for the other connection (writer or reader) instead of failing at once.
-  db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   const mode = switchToWal(db);
   if (mode !== 'wal') throw new Error(`journal_mode is ${mode}, WAL was refused`);
   // FULL: a commit is on disk before it returns; NORMAL (fast): survives a process crash only.
@@ -139,6 +137,7 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
  */
 function switchToWal(db: Database): string | undefined {
   const giveUpAt = performance.now() + limits.databaseBusyMs;
+  db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   try {
     for (;;) {
       try {
@@ -151,6 +150,7 @@ function switchToWal(db: Database): string | undefined {
       }
     }
   } finally {
+    // The connection's wait for the other one's lock (writer or reader) from now on, whatever the tries left.
     db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   }
 }
