@@ -7,8 +7,7 @@ import { existsSync, linkSync, lstatSync, renameSync, rmSync, statSync, writeFil
 import { dirname } from 'node:path';
 import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
-import { createPrivateFile } from './private-file.ts';
-import { syncPath } from './private-file.ts';
+import { createPrivateFile, syncPath } from './private-file.ts';
 import { workerEntry } from './worker-entry.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
@@ -92,8 +91,9 @@ const PLACEHOLDER = 'not a backup: ev-ingest backup stopped while putting its co
 /**
  * Where a link cannot be made: `target` is taken by an exclusive create, as the link would take it, so
  * a file that appeared meanwhile is refused (EEXIST), never replaced; the rename then puts the copy
- * over that placeholder. What remains is a crash in the microseconds between the two, which leaves the
- * placeholder (a line of text SQLite refuses to open) under the final name, never a half backup. A
+ * over that placeholder. What remains is a crash in the microseconds between the two, or a power cut
+ * before the folder's sync, which may leave the placeholder (a line of text SQLite refuses to open)
+ * under the final name, never a half backup. A
  * rename after a check instead would overwrite a file made in between (a second backup to that name).
  */
 function renameOverPlaceholder(partial: string, target: string, leftBehind: Out): void {
