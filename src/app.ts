@@ -15,6 +15,7 @@ import type { Logger } from './log.ts';
 import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
+import type { PathHeaders } from './server.ts';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
@@ -74,12 +75,10 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     pairing?.book.stop();
   };
 
-  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
-  const listenerHeaders = pairing ? pageHeadersOf : noHeaders;
+  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
+  const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
 
   return { app, auth, devices, pairing, consumption, planner, ready, stop, listenerHeaders };
 }
-
-const noHeaders = (_path: string): Readonly<Record<string, string>> => ({});
 
 export type Service = ReturnType<typeof createApp>;
