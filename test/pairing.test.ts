@@ -804,6 +804,23 @@ describe('an approval still being saved', () => {
     expect(await expectPage(page, 200)).toContain(OTHER_INSTALLATION);
   });
 
+  test('a /pair approval whose request expires while it is saved answers 404 with the code back in its field as typed', async () => {
+    const { registry, commit, revoked } = slowRegistry();
+    const book = new PairingBook(registry, createMemoryLogger(), now);
+    const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBody, log: createMemoryLogger() });
+    const request = await book.start(INSTALLATION, 'MG4');
+    const typed = displayUserCode(request.userCode).toLowerCase().replace('-', ' ');
+    const form = new URLSearchParams({ code: ` ${typed} `, password: PASSWORD, decision: 'approve' });
+    const posting = routes.handle(new Request('http://localhost/pair', { method: 'POST', body: form }));
+    await Bun.sleep(0); // the approval is being saved
+    clock += 10 * MINUTE;
+    commit();
+    const page = await expectPage(await posting, 404);
+    expect(/<input id="code"[^>]*\svalue="([^"]*)"/.exec(page)?.[1]).toBe(typed);
+    expect(revoked).toEqual(['device-1']);
+  });
+
   test('the /pair page shows "Being approved" to a look and to a second decision meanwhile, then the outcome', async () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
