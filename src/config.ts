@@ -76,7 +76,7 @@ function readSources(processEnv: Env, cwd: string): [environment: Source, dotenv
   const dotenv = readSettingsFile(dotenvPath, (code) => `${dotenvPath} cannot be read (${code}); fix or remove it`, '');
   return [
     // An empty variable counts as unset, here too: it does not hide the .env file's value.
-    { name: 'the environment', env: Object.fromEntries(Object.entries(processEnv).filter(([, value]) => value !== '')) },
+    { name: 'the environment', env: Object.fromEntries(Object.entries(processEnv).filter(([, value]) => isSet(value))) },
     { name: dotenvPath, env: parseDotenv(dotenv) },
   ];
 }
