@@ -15,9 +15,9 @@ import type { Logger } from './log.ts';
 import { PairingBook } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
-import type { PathHeaders } from './server.ts';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import type { PathHeaders } from './server.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 import { Telemetry } from './telemetry/samples.ts';
@@ -39,6 +39,8 @@ export interface AppOptions {
 export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder, bodyReadMs = limits.bodyReadMs }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
+  /** Settles once the start-up's own writes have committed: serve only then. */
+  const ready = devices.revokeUncollected();
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
@@ -63,10 +65,6 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
     const pairingBounds = { ...pairingBody, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
-
-  // Last: should building the app throw, no start-up write is left running with nobody to await it.
-  /** Settles once the start-up's own writes have committed: serve only then. */
-  const ready = Promise.all([devices.revokeUncollected(), consumption.rebuildSumsWithoutUnit(log)]);
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {

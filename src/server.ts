@@ -31,7 +31,7 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
     };
   });
   const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs }));
-  await whenReady(service, storage);
+  await service.ready;
   service.devices.watch();
   service.pairing?.book.watch();
 
@@ -76,16 +76,6 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
     })());
 
   return { url: server.url, service, storage, stop, fatal };
-}
-
-/** Waits for the start-up's own writes; should they fail, the service and its database are closed. */
-export async function whenReady(service: Service, storage: Storage): Promise<void> {
-  try {
-    await service.ready;
-  } catch (error) {
-    await closeService(service, storage);
-    throw error;
-  }
 }
 
 /**

@@ -159,6 +159,12 @@ describe('PUT /v1/consumption/daily', () => {
     expect(records.at(-1)!.lifetime).toEqual(days[0]!);
   });
 
+  test('a sum reads back as the double nearest to it: a subnormal tips 1 + 2^-53, a tie, upwards', async () => {
+    const chunks = [1, 2 ** -53, 5e-324].map((km, n) => chunk({ recordedAt: T0 + n, day: { km, kwh: 0, hours: 0, socDrop: 0 } }));
+    for (const body of chunks) await put(body);
+    expect((await history()).lifetime.km).toBe(1 + 2 ** -52); // a double's own sum rounds the tie to even: 1
+  });
+
   test('sums are kept as decimal integers in the coarsest unit 2^-unit_bits that holds them exactly', async () => {
     await put(chunk({ day: { km: 12.5, kwh: 2, hours: 0.25, socDrop: 3 } }));
     await put(chunk({ recordedAt: T0 + 1, date: '2026-11-24', day: { km: 5e-324, kwh: 0, hours: -1, socDrop: 0 } }));
@@ -386,7 +392,7 @@ describe('sums do not drift', () => {
   });
 });
 
-describe('sums an earlier build wrote without their unit (in units of 2^-64)', () => {
+describe('sums an earlier build wrote in its fixed unit of 2^-64', () => {
   /** The earlier version's sum of a field: each value rounded to units of 2^-64, added, as decimal text. */
   const legacySum = (days: Day[], field: (typeof FIELDS)[number]) =>
     String(days.reduce((units, day) => units + BigInt(Math.round(day[field] * 2 ** 64)), 0n));
@@ -416,160 +422,25 @@ describe('sums an earlier build wrote without their unit (in units of 2^-64)', (
     return dir;
   }
 
-  /** The history of one installation's chunks (all within the 400 days), its sums exact. */
-  function exactHistory(chunks: ConsumptionChunk[]) {
-    const dates = [...new Set(chunks.map((c) => c.date))].sort().reverse();
-    const records = dates.map((date) => {
-      const ofDay = chunks.filter((c) => c.date === date).sort((a, b) => a.recordedAt - b.recordedAt);
-      const sohPercent = ofDay.findLast((c) => c.sohPercent !== undefined)?.sohPercent;
-      return {
-        date,
-        day: exactSums(ofDay.map((c) => c.day)),
-        ...(sohPercent !== undefined && { sohPercent }),
-        lifetime: exactSums(chunks.filter((c) => c.date <= date).map((c) => c.day)),
-      };
-    });
-    return { records, lifetime: records[0]!.lifetime };
-  }
-
-  const SUM_COLUMNS = 'installation_id, km, kwh, hours, soc_drop, unit_bits';
-  const rebuiltLines = (log: string[]) => log.filter((line) => line.includes('consumption.sums_rebuilt'));
-
-  test('every installation’s are rebuilt exactly from its chunks before the first request, in one start-up write', async () => {
-    const third = installationNumbered(3);
-    const chunks = [
-      consumptionChunk({ recordedAt: T0, date: '2026-11-24', day: { km: 10, kwh: 0.0001, hours: 0.5, socDrop: 1 }, sohPercent: 97 }),
-      consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-24', day: day(2, 0.0001, 0.25, 3) }),
-      consumptionChunk({ recordedAt: T0 + 2, date: '2026-11-25', day: day(12.5, 2, 0.25, 3), sohPercent: 96 }),
-      consumptionChunk({ installationId: OTHER_INSTALLATION, recordedAt: T0, date: '2026-11-25', day: day(1, 0.0001, 1, 1) }),
-      consumptionChunk({ installationId: third, recordedAt: T0 + 5, date: '2026-11-23', day: { km: 5e-324, kwh: 1e7, hours: -3e-5, socDrop: 2 ** -40 } }),
-      consumptionChunk({ installationId: third, recordedAt: T0 + 6, date: '2026-11-23', day: { km: 1, kwh: -0.0001, hours: 1, socDrop: 1 }, sohPercent: 88 }),
+  test('read back after the upgrade as that build answered them, and added to exactly by later chunks', async () => {
+    const old = [
+      consumptionChunk({ recordedAt: T0, date: '2026-11-24', day: day(10, 0.0001, 0.5, 1), sohPercent: 97 }),
+      consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-25', day: day(2, 0.25, 0.25, 3) }),
     ];
-    const dir = legacyDatabase(chunks);
-    // A fourth installation whose sums the earlier build of this version had already rebuilt with their
-    // unit: its rows are left as they are (here a sum its chunk does not have, to show it).
-    const done = installationNumbered(4);
-    const db = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
-    // And a day without chunks (a chunk deleted by hand): the rebuild keeps only the days the chunks give.
-    db.run(`INSERT INTO consumption_days VALUES (?, '2026-11-22', 1, '1', '1', '1', '1', NULL)`, [INSTALLATION]);
-    migrate(db);
-    db.run(`INSERT INTO consumption_chunks VALUES (?, ${T0}, '2026-11-20', 1, 1, 1, 1, NULL)`, [done]);
-    db.run(`INSERT INTO consumption_days (${SUM_COLUMNS}, date, chunks) VALUES (?, '7', '1', '1', '1', 0, '2026-11-20', 1)`, [done]);
-    db.run(`INSERT INTO consumption_lifetimes (${SUM_COLUMNS}) VALUES (?, '7', '1', '1', '1', 0)`, [done]);
-    db.close();
-
-    const upgraded = await startTestService({}, { dir });
+    const upgraded = await startTestService({}, { dir: legacyDatabase(old) });
     try {
-      // Read at once, before any request: the start has waited for the rebuild to commit.
-      const rows = upgraded.storage.db;
-      expect(rows.query('SELECT installation_id AS id, date, chunks, soh_percent AS soh, unit_bits IS NULL AS unitless FROM consumption_days ORDER BY id, date').all()).toEqual([
-        { id: third, date: '2026-11-23', chunks: 2, soh: 88, unitless: 0 },
-        { id: done, date: '2026-11-20', chunks: 1, soh: null, unitless: 0 },
-        { id: OTHER_INSTALLATION, date: '2026-11-25', chunks: 1, soh: null, unitless: 0 },
-        { id: INSTALLATION, date: '2026-11-24', chunks: 2, soh: 97, unitless: 0 },
-        { id: INSTALLATION, date: '2026-11-25', chunks: 1, soh: 96, unitless: 0 },
-      ]);
-      expect(rows.query('SELECT count(*) AS unitless FROM consumption_lifetimes WHERE unit_bits IS NULL').get()).toEqual({ unitless: 0 });
-      const historyOf = async (installationId: string) =>
-        (await answer(await upgraded.request('GET', `/v1/consumption/history/${installationId}`))).body;
-      for (const installationId of [INSTALLATION, OTHER_INSTALLATION, third]) {
-        expect(await historyOf(installationId)).toEqual(exactHistory(chunks.filter((c) => c.installationId === installationId)));
-      }
-      expect(((await historyOf(done)) as { lifetime: Day }).lifetime).toEqual(day(7, 1, 1, 1));
-      expect(upgraded.storage.committer.stats.writes).toBe(1); // all of them in one write
-      // Three installations, each with its days and its lifetime; no value in the line.
-      expect(rebuiltLines(upgraded.log.lines)).toEqual([expect.stringMatching(/ info consumption\.sums_rebuilt installations=3 rows=7 ms=\d+$/)]);
+      const records = async () =>
+        ((await answer(await upgraded.request('GET', `/v1/consumption/history/${INSTALLATION}`))).body as { records: { date: string; day: Day }[] }).records;
+      // 0.0001 had been rounded to the 2^-64 unit: the earlier answer is kept, not read in another unit.
+      expect((await records()).map((record) => record.day)).toEqual([day(2, 0.25, 0.25, 3), day(10, 0.00009999999999999999, 0.5, 1)]);
+      const later = consumptionChunk({ recordedAt: T0 + 2, date: '2026-11-24', day: day(0.5, 0.125, 0.5, 0.5) });
+      expect((await upgraded.request('PUT', '/v1/consumption/daily', { body: later })).status).toBe(204);
+      expect((await records()).at(-1)!.day).toEqual(day(10.5, 0.12509999999999999, 1, 1.5));
+      // The migration gave the earlier rows their unit; the rewritten day still needs it for its rounded 0.0001.
+      const units = upgraded.storage.db.query('SELECT date, unit_bits AS bits FROM consumption_days ORDER BY date').all();
+      expect(units).toEqual([{ date: '2026-11-24', bits: 64 }, { date: '2026-11-25', bits: 64 }]);
     } finally {
       await upgraded.close();
-    }
-    const again = await startTestService({}, { dir });
-    try {
-      expect(rebuiltLines(again.log.lines)).toEqual([]); // once
-    } finally {
-      await again.close();
-    }
-  });
-
-  test('a day an earlier build wrote without its unit under a lifetime with one has its installation rebuilt, the lifetime included', async () => {
-    const dir = tempDir();
-    const first = await startTestService({}, { dir });
-    const kept = consumptionChunk({ recordedAt: T0, date: '2026-11-24', day: day(10, 0.0001, 0.5, 1) });
-    expect((await first.request('PUT', '/v1/consumption/daily', { body: kept })).status).toBe(204);
-    await first.close();
-    // The earlier build, run again on this database: its new day has no unit, and the lifetime it
-    // moved keeps the unit while its digits are in units of 2^-64.
-    const added = consumptionChunk({ recordedAt: T0 + 1, date: '2026-11-25', day: day(5, 1, 1, 1) });
-    const db = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
-    db.run(`INSERT INTO consumption_chunks VALUES (?, ${added.recordedAt}, '2026-11-25', 5, 1, 1, 1, NULL)`, [INSTALLATION]);
-    const sums = (days: Day[]) => FIELDS.map((field) => legacySum(days, field));
-    db.run(`INSERT INTO consumption_days (${SUM_COLUMNS}, date, chunks) VALUES (?, ?, ?, ?, ?, NULL, '2026-11-25', 1)`, [INSTALLATION, ...sums([added.day])]);
-    db.run('UPDATE consumption_lifetimes SET km = ?, kwh = ?, hours = ?, soc_drop = ? WHERE installation_id = ?', [...sums([kept.day, added.day]), INSTALLATION]);
-    db.close();
-    const again = await startTestService({}, { dir });
-    try {
-      expect(rebuiltLines(again.log.lines)).toEqual([expect.stringMatching(/ installations=1 rows=3 ms=\d+$/)]);
-      expect((await answer(await again.request('GET', `/v1/consumption/history/${INSTALLATION}`))).body).toEqual(exactHistory([kept, added]));
-    } finally {
-      await again.close();
-    }
-  });
-
-  test('a start finding every sum with its unit writes nothing and logs no rebuild', async () => {
-    const dir = tempDir();
-    const first = await startTestService({}, { dir });
-    expect((await first.request('PUT', '/v1/consumption/daily', { body: consumptionChunk() })).status).toBe(204);
-    await first.close();
-    const again = await startTestService({}, { dir });
-    try {
-      expect([again.storage.committer.stats.writes, rebuiltLines(again.log.lines)]).toEqual([0, []]);
-    } finally {
-      await again.close();
-    }
-  });
-
-  test('a row without its unit met after the start is refused, saying so, rather than read in some unit', async () => {
-    const rows = service.storage.db;
-    await put(chunk({ date: '2026-11-24' }));
-    rows.run('UPDATE consumption_lifetimes SET unit_bits = NULL WHERE installation_id = ?', [INSTALLATION]);
-    rows.run(`INSERT INTO consumption_days (${SUM_COLUMNS}, date, chunks) VALUES (?, '1', '1', '1', '1', NULL, '2026-11-24', 1)`, [OTHER_INSTALLATION]);
-    rows.run(`INSERT INTO consumption_lifetimes (${SUM_COLUMNS}) VALUES (?, '1', '1', '1', '1', 0)`, [OTHER_INSTALLATION]);
-    const refused = { status: 500, body: { error: 'internal server error' } };
-    const reason =
-      'consumption sums stored without their unit (unit_bits is NULL): only an earlier build wrote such rows, and the start rebuilds them from the chunks; restart the service';
-    expect(await answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`))).toEqual(refused);
-    expect(await answer(await service.request('GET', `/v1/consumption/history/${OTHER_INSTALLATION}`))).toEqual(refused);
-    expect(await answer(await putChunk(chunk({ recordedAt: T0 + 1 })))).toEqual(refused);
-    const failures = service.log.lines.filter((line) => line.includes(' request.failed '));
-    expect(failures.map((line) => line.includes(reason))).toEqual([true, true, true]);
-    expect(rows.query('SELECT count(*) AS chunks FROM consumption_chunks').get()).toEqual({ chunks: 1 }); // the write rolled back
-  });
-
-  test('a rebuild that fails refuses the start, saying why, and gives the database back: the next start rebuilds', async () => {
-    const dir = legacyDatabase([consumptionChunk({ date: '2026-11-24', day: day(1, 0.0001) })]);
-    const config = testConfig(dir);
-    const blocker = openDatabase(config.databasePath, 'fast');
-    blocker.run("CREATE TRIGGER no_room BEFORE INSERT ON consumption_days BEGIN SELECT RAISE(ABORT, 'no room for a day'); END");
-    // The columns of schema 0003: the refused start has migrated the database, adding the unit's.
-    const sumRows = () => [
-      blocker.query('SELECT installation_id, date, chunks, km, kwh, hours, soc_drop, soh_percent FROM consumption_days').all(),
-      blocker.query('SELECT installation_id, km, kwh, hours, soc_drop FROM consumption_lifetimes').all(),
-    ];
-    const before = sumRows();
-    const refused = await serve(config, createMemoryLogger()).then(
-      (running) => running.stop().then(() => null),
-      (error: Error) => error,
-    );
-    expect(refused).toBeInstanceOf(StorageError);
-    expect(refused?.message).toBe('consumption sums of an earlier build cannot be rebuilt: no room for a day');
-    expect(sumRows()).toEqual(before); // the rebuild's deletions rolled back with it
-    blocker.run('DROP TRIGGER no_room');
-    blocker.close();
-    const log = createMemoryLogger();
-    const running = await serve(config, log);
-    try {
-      expect(rebuiltLines(log.lines)).toEqual([expect.stringMatching(/ installations=1 rows=2 ms=\d+$/)]);
-    } finally {
-      await running.stop();
     }
   });
 });

@@ -10,7 +10,7 @@ import { openDatabase } from '../src/db/open.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { closeService, serve, whenReady } from '../src/server.ts';
+import { closeService, serve } from '../src/server.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -106,7 +106,7 @@ export async function startTestService(
   const storage = await openStorage({ ...config, syncFile });
   const log = createMemoryLogger();
   const service = await withStorage(storage, () => createApp({ config, storage, log, ...appOptions }));
-  await whenReady(service, storage);
+  await service.ready;
   let closed = false;
   return {
     ...service,

@@ -1,14 +1,12 @@
 /**
  * The consumption feature's state: chunk writes, the history answer, serialized once per installation
- * and kept until that installation's next chunk write, and the start-up's rebuild of sums without a unit.
+ * and kept until that installation's next chunk write.
  */
 import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
-import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
-import type { Logger } from '../log.ts';
 import type { Chunk } from './model.ts';
-import { hasSumsWithoutUnit, readHistory, type StoredHistory } from './store.ts';
+import { readHistory, type StoredHistory } from './store.ts';
 import { fromStored, minus, valuesOf, ZERO, type DayValues } from './totals.ts';
 
 interface HistoryRecord {
@@ -32,21 +30,6 @@ export class Consumption {
     private readonly db: Database,
     private readonly committer: Committer,
   ) {}
-
-  /**
-   * At start-up, before any request: rebuilds the sums an earlier build wrote without their unit. A
-   * failure refuses the start, as a failed migration does: those sums cannot be read.
-   */
-  async rebuildSumsWithoutUnit(log: Logger): Promise<void> {
-    try {
-      if (!hasSumsWithoutUnit(this.db)) return;
-      const started = performance.now();
-      const rebuilt = await this.committer.write('rebuildSumsWithoutUnit', undefined);
-      log.info('consumption.sums_rebuilt', { ...rebuilt, ms: Math.round(performance.now() - started) });
-    } catch (error) {
-      throw new StorageError(`consumption sums of an earlier build cannot be rebuilt: ${(error as Error).message}`);
-    }
-  }
 
   async putChunk(chunk: Chunk): Promise<void> {
     try {

@@ -57,7 +57,7 @@ export const consumptionLifetimes = sqliteTable('consumption_lifetimes', {
   unitBits: sumsUnitBits(),
 });
 
-/** The sums' unit, 2^-unit_bits; NULL only in rows an earlier build wrote (in 2^-64), which the start rebuilds (store.ts). */
+/** The sums' unit, 2^-unit_bits; 64 in rows written before it was recorded, the unit they were written in. */
 function sumsUnitBits() {
-  return integer('unit_bits');
+  return integer('unit_bits').notNull().default(64);
 }

@@ -1,7 +1,6 @@
 /**
  * Chunks, day sums and lifetime sums. One write operation stores a chunk and moves the sums in the
- * same transaction: it adds the new chunk and takes back the one it replaced. Chunks are never deleted:
- * sums an earlier build wrote without their unit are rebuilt from them at start-up.
+ * same transaction: it adds the new chunk and takes back the one it replaced.
  */
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
@@ -92,65 +91,7 @@ function readLifetime(db: Database, installationId: string): StoredTotals | null
     .get(installationId);
 }
 
-/**
- * The installations whose sums an earlier build of 2.1.0 wrote without their unit, in a fixed 2^-64 that
- * rounded values below 2^-12: a lifetime without one (that build wrote it with each of its days), or a
- * day without one under a lifetime with one (that build run again on a database this one had migrated).
- */
-const UNITLESS_INSTALLATIONS = `SELECT installation_id AS id FROM consumption_lifetimes WHERE unit_bits IS NULL
-  UNION SELECT installation_id FROM consumption_days WHERE unit_bits IS NULL`;
-
-/** Whether some sums lack their unit: a look through the sums' rows, so most starts write nothing. */
-export function hasSumsWithoutUnit(db: Database): boolean {
-  return db.query(`${UNITLESS_INSTALLATIONS} LIMIT 1`).get() !== null;
-}
-
-export interface SumsRebuilt {
-  installations: number;
-  /** Day and lifetime rows written. */
-  rows: number;
-}
-
-/**
- * Adds up again, from their chunks (kept as the car sent them), every day and lifetime sum of the
- * installations whose sums lack their unit, in one pass over the chunks table in its own order: no
- * index leads with the installation, so reading each one's chunks would read the table each time, and
- * sorting them all would hold every chunk in memory (temp_store = MEMORY), where this holds a sum a day.
- */
-const rebuildSumsWithoutUnit: WriteOp<void, SumsRebuilt> = (db) => {
-  const installations = new Map(
-    db.query<{ id: string }, []>(UNITLESS_INSTALLATIONS).all().map(({ id }) => [id, new Map<string, { chunks: number; sums: Totals }>()]),
-  );
-  const chunks = db.query<StoredChunk & { installationId: string }, []>(
-    `SELECT installation_id AS installationId, date, ${VALUES} FROM consumption_chunks
-     WHERE installation_id IN (${UNITLESS_INSTALLATIONS})`,
-  );
-  for (const chunk of chunks.iterate()) {
-    const days = installations.get(chunk.installationId)!;
-    const day = days.get(chunk.date);
-    if (day) {
-      day.chunks += 1;
-      day.sums = plus(day.sums, totalsOf(chunk));
-    } else {
-      days.set(chunk.date, { chunks: 1, sums: totalsOf(chunk) });
-    }
-  }
-  // Before the lifetimes are written: until then those without a unit name the installations rebuilt.
-  db.query(`DELETE FROM consumption_days WHERE installation_id IN (${UNITLESS_INSTALLATIONS})`).run();
-  let rows = 0;
-  for (const [installationId, days] of installations) {
-    let lifetime = ZERO;
-    for (const [date, { chunks, sums }] of days) {
-      writeDay(db, installationId, date, chunks, sums);
-      lifetime = plus(lifetime, sums);
-    }
-    writeLifetime(db, installationId, lifetime);
-    rows += days.size + 1;
-  }
-  return { installations: installations.size, rows };
-};
-
-export const consumptionWrites = { putChunk, rebuildSumsWithoutUnit };
+export const consumptionWrites = { putChunk };
 
 export interface HistoryDay extends StoredTotals {
   date: string;

@@ -14,8 +14,8 @@ type DayField = (typeof DAY_FIELDS)[number];
 export type DayValues = Record<DayField, number>;
 /** Each field is its integer times 2^-bits. */
 export type Totals = Record<DayField, bigint> & { bits: number };
-/** `unitBits` is null only in a row an earlier build wrote, which start-up rebuilds (store.ts): `fromStored` refuses it. */
-export type StoredTotals = Record<DayField, string> & { unitBits: number | null };
+/** Each field is its integer times 2^-unitBits, as decimal text. */
+export type StoredTotals = Record<DayField, string> & { unitBits: number };
 
 export const ZERO: Totals = { bits: 0, km: 0n, kwh: 0n, hours: 0n, socDrop: 0n };
 
@@ -78,15 +78,7 @@ function aligned(a: Totals, b: Totals, operation: (x: bigint, y: bigint) => bigi
 /** `units` · 2^-`bits` as an integer in the finer unit 2^-`finer`. */
 const inFinerUnit = (units: bigint, bits: number, finer: number): bigint => (bits === finer ? units : units << BigInt(finer - bits));
 
-export function fromStored(stored: StoredTotals): Totals {
-  const { unitBits } = stored;
-  // Read in any unit, such a row would pass a guess off as an exact sum.
-  if (unitBits === null) throw new Error(WITHOUT_UNIT);
-  return combine(unitBits, (field) => BigInt(stored[field]));
-}
-
-const WITHOUT_UNIT =
-  'consumption sums stored without their unit (unit_bits is NULL): only an earlier build wrote such rows, and the start rebuilds them from the chunks; restart the service';
+export const fromStored = (stored: StoredTotals): Totals => combine(stored.unitBits, (field) => BigInt(stored[field]));
 
 /** In the coarsest unit holding every field exactly, so that usual sums keep few digits. */
 export function toStored(totals: Totals): StoredTotals {
