@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase, StorageError } from '../src/db/open.ts';
-import { createPrivateFolders } from '../src/db/private-file.ts';
+import { createPrivateFile, createPrivateFolders } from '../src/db/private-file.ts';
 import { pendingSamplesReader } from '../src/planner/store.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
@@ -295,6 +295,41 @@ test("the database's missing folders are made private whatever the umask, each n
   const modeOf = (folder: string) => (statSync(join(base, folder)).mode & 0o777).toString(8);
   expect([modeOf('shared'), modeOf('shared/ev'), modeOf('m')]).toEqual(['755', '700', '700']);
   expect(synced).toEqual([base, join(base, 'shared')]);
+});
+
+/** An error as `fchmod` throws it, with its code and syscall. */
+function fchmodError(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: fchmod`), { code, syscall: 'fchmod' });
+}
+
+test('a new private file is made where the file system keeps no modes (fusefat: fchmod fails with ENOSYS), its create mode kept', () => {
+  const path = join(tempDir(), 'copy.db.partial');
+  const umask = process.umask(0o022);
+  try {
+    createPrivateFile(path, () => {
+      throw fchmodError('ENOSYS');
+    });
+  } finally {
+    process.umask(umask);
+  }
+  expect(statSync(path).mode & 0o777).toBe(0o600);
+});
+
+test('a new private file whose mode cannot be set for another reason is removed again, and the failure thrown', () => {
+  const dir = tempDir();
+  expect(() =>
+    createPrivateFile(join(dir, 'copy.db.partial'), () => {
+      throw fchmodError('EIO');
+    }),
+  ).toThrow('EIO: fchmod');
+  expect(readdirSync(dir)).toEqual([]);
+});
+
+test('a private file is never made over an existing one, which is left as it was', () => {
+  const path = join(tempDir(), 'copy.db.partial');
+  writeFileSync(path, 'not ours');
+  expect(() => createPrivateFile(path)).toThrow('EEXIST');
+  expect(readFileSync(path, 'utf8')).toBe('not ours');
 });
 
 test('a server whose database file has a second name (a hard link) warns at start: that name escapes the -wal and the lock', async () => {

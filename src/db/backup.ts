@@ -7,7 +7,7 @@ import { existsSync, linkSync, lstatSync, renameSync, rmSync, statSync, writeFil
 import { dirname } from 'node:path';
 import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
-import { createPrivateFile, syncPath } from './private-file.ts';
+import { createPrivateFile, syncPath, unsupportedByFileSystem } from './private-file.ts';
 import { workerEntry } from './worker-entry.ts';
 
 export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
@@ -75,14 +75,9 @@ function putInPlace(partial: string, target: string, link: LinkFile, leftBehind:
   try {
     link(partial, target);
   } catch (error) {
-    if (!cannotLink(error)) throw error;
+    if (!unsupportedByFileSystem(error)) throw error;
     renameOverPlaceholder(partial, target, leftBehind);
   }
-}
-
-/** Why a file system without hard links refuses one: FAT and exFAT say EPERM, some network file systems the others. */
-function cannotLink(error: unknown): boolean {
-  return ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((error as NodeJS.ErrnoException).code ?? '');
 }
 
 /** What `target` holds between its exclusive creation and the rename: no SQLite database, so never taken for a backup. */

@@ -2,7 +2,7 @@
  * The files the service creates hold every location and all token hashes: they are its owner's alone,
  * whatever the umask. SQLite gives a database's -wal and -shm files the database file's own mode.
  */
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 const PRIVATE_FOLDER_MODE = 0o700;
@@ -46,9 +46,17 @@ export function syncPath(path: string, sync: (fd: number) => void = fsyncSync): 
   }
 }
 
-/** Creates the empty file `path`, private; never an existing file, nor where a symbolic link points. */
-export function createPrivateFile(path: string): void {
-  createPrivate(path, 'wx');
+/**
+ * Creates the empty file `path`, private; never an existing file, nor where a symbolic link points.
+ * A failure after the create removes the file again. `setMode` is a seam for tests.
+ */
+export function createPrivateFile(path: string, setMode: SetMode = fchmodSync): void {
+  try {
+    createPrivate(path, 'wx', setMode);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).syscall !== 'open') rmSync(path, { force: true });
+    throw error;
+  }
 }
 
 /**
@@ -60,11 +68,24 @@ export function createPrivateFileIfAbsent(path: string): void {
   createPrivate(path, 'a'); // 'a', not 'w': a file another process makes meanwhile is not emptied
 }
 
-function createPrivate(path: string, flags: 'wx' | 'a'): void {
+type SetMode = (fd: number, mode: number) => void;
+
+function createPrivate(path: string, flags: 'wx' | 'a', setMode: SetMode = fchmodSync): void {
   const fd = openSync(path, flags, PRIVATE_FILE_MODE);
   try {
-    fchmodSync(fd, PRIVATE_FILE_MODE); // the umask may have taken the owner's own bits
+    setMode(fd, PRIVATE_FILE_MODE); // the umask may have taken the owner's own bits
+  } catch (error) {
+    // The create's own mode already keeps everyone else out; a file system without modes refuses to set one.
+    if (!unsupportedByFileSystem(error)) throw error;
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * How a file system refuses what it cannot keep: FAT and exFAT a hard link (EPERM), FAT through fusefat
+ * a mode (ENOSYS), some network file systems either with the others.
+ */
+export function unsupportedByFileSystem(error: unknown): boolean {
+  return ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((error as NodeJS.ErrnoException).code ?? '');
 }
