@@ -20,15 +20,17 @@ export function usage(err: Out, text: string): number {
 /**
  * Deals with the arguments after a command that are not its operands: `-h` or `--help` prints its
  * usage (exit 0); any other argument beginning with `-` is refused (exit 2), since no command has
- * options, rather than taken for a FILE or an ID. Answers undefined when the command may run.
+ * options, rather than taken for a FILE or an ID; a command taking a FILE says how to name one
+ * beginning with `-`. Answers undefined when the command may run.
  */
-export function helpOrOption(args: string[], text: string, out: Out, err: Out): number | undefined {
+export function helpOrOption(args: string[], text: string, out: Out, err: Out, takesFile = false): number | undefined {
   if (args.some((arg) => arg === '-h' || arg === '--help')) {
     out(`Usage:\n${text}\n`);
     return 0;
   }
   const option = args.find((arg) => arg.startsWith('-'));
   if (option === undefined) return undefined;
-  err(`ev-ingest: unknown option ${JSON.stringify(option)}; no command has options (for a file whose name begins with "-", write ./${option})\n`);
+  const fileHint = takesFile ? ` (for a file whose name begins with "-", write ./${option})` : '';
+  err(`ev-ingest: unknown option ${JSON.stringify(option)}; no command has options${fileHint}\n`);
   return usage(err, text);
 }
