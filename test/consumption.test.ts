@@ -338,6 +338,15 @@ describe('GET /v1/consumption/history/{installationId}', () => {
       body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
     });
   });
+  test('a body sent with the read goes through the ingest pipeline: over 512 KiB 400 after the token, within it ignored', async () => {
+    const get = (body: string, token?: null) => service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { body, token });
+    expect(await answer(await get('x'.repeat(limits.bodyBytes + 1)))).toEqual({ status: 400, body: { error: 'body is too large' } });
+    expect(await answer(await get('x'.repeat(limits.bodyBytes + 1), null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    expect(await answer(await get('x'.repeat(limits.bodyBytes)))).toEqual({
+      status: 200,
+      body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
+    });
+  });
 });
 
 describe('sums do not drift', () => {

@@ -37,7 +37,7 @@ beforeAll(async () => {
     )
     .get(
       '/test/owned/:installationId',
-      authenticated(service.auth, ({ caller, params }) => {
+      authenticated(service.auth, ingestBody, ({ caller, params }) => {
         assertMayUse(caller, params.installationId!);
         return noContent();
       }),

@@ -21,7 +21,7 @@ export function consumptionRoutes(auth: Authenticator, bodyBounds: BodyBounds, c
     )
     .get(
       '/v1/consumption/history/*',
-      authenticated(auth, ({ caller, params }) => {
+      authenticated(auth, bodyBounds, ({ caller, params }) => {
         const installationId = uuid(pathId(params), 'installationId');
         assertMayUse(caller, installationId);
         return new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS });

@@ -3,7 +3,7 @@
  * with the cap, (3) size check; the feature's handler then validates and checks ownership.
  */
 import type { Authenticator, Caller } from './auth.ts';
-import { readJsonObject, type BodyBounds } from './body.ts';
+import { readBody, readJsonObject, type BodyBounds } from './body.ts';
 
 interface RouteContext {
   request: Request;
@@ -19,10 +19,16 @@ export interface AuthenticatedBody extends Authenticated {
   body: Record<string, unknown>;
 }
 
-/** A handler that runs only for a valid bearer token. */
-export function authenticated<R>(auth: Authenticator, handle: (input: Authenticated) => R) {
-  return ({ request, params }: RouteContext) =>
-    handle({ caller: auth.authenticate(request.headers.get('authorization')), params });
+/**
+ * A handler that runs only for a valid bearer token and takes no body: one sent anyway is still read
+ * within `bounds` (the seed's order: token, body read, size check) and dropped.
+ */
+export function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: Authenticated) => R) {
+  return async ({ request, params }: RouteContext) => {
+    const caller = auth.authenticate(request.headers.get('authorization'));
+    await readBody(request, bounds);
+    return handle({ caller, params });
+  };
 }
 
 /** A handler that runs for a valid bearer token and a JSON object body within `bounds`. */
