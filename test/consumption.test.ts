@@ -109,6 +109,20 @@ describe('PUT /v1/consumption/daily', () => {
     ]);
   });
 
+  test('copies of one chunk sent at once (sharing group commits), each naming another date, count once', async () => {
+    const dates = ['2026-11-23', '2026-11-24', '2026-11-25'];
+    const before = service.storage.committer.stats;
+    await Promise.all(Array.from({ length: 20 }, (_, n) => put(chunk({ date: dates[n % dates.length]!, day: day(10) }))));
+    const after = service.storage.committer.stats;
+    expect(after.groups - before.groups).toBeLessThan(after.writes - before.writes); // some copies met in one transaction
+    const { records, lifetime } = await history();
+    expect(records).toHaveLength(1);
+    expect(records[0]!.day).toEqual(day(10));
+    expect(lifetime).toEqual(day(10));
+    expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 1 });
+    expect(service.storage.db.query('SELECT sum(chunks) AS n, count(*) AS days FROM consumption_days').get()).toEqual({ n: 1, days: 1 });
+  });
+
   test('ignores unknown top-level fields such as an older app’s lifetime, and takes null as absent', async () => {
     await put(chunk({ lifetime: { km: 5000, kwh: 800, hours: 90, socDrop: 1000 }, sohPercent: null, extra: 'x' }));
     expect(await history()).toEqual({
