@@ -620,7 +620,7 @@ test('a retryable answer arriving after the stop began ends the loop at once ins
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]); // sent after the restart
 });
 
-test('an outcome whose write fails is written again later, and its sample is not sent again meanwhile', async () => {
+test('an outcome whose write fails is written again later; its sample is not sent again, and no other sample is sent, meanwhile', async () => {
   const fake = planner();
   // The retry of the failed write comes when the test says so.
   let retry = () => {};
@@ -632,33 +632,41 @@ test('an outcome whose write fails is written again later, and its sample is not
   expect(target.log.lines.some((line) => line.includes('planner.mark_failed samples=1'))).toBe(true);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]);
 
-  // A new batch makes the loop read the outbox again while T0 is still pending there.
+  // A new batch makes a loop read the outbox again while T0 is still pending there; another installation's waits too.
   seedPending(target, INSTALLATION, samplesAt(T0 + 1));
+  seedPending(target, OTHER_INSTALLATION, samplesAt(T0));
   target.planner.recheck(INSTALLATION);
-  await fake.waitFor(2);
+  target.planner.recheck(OTHER_INSTALLATION);
+  await waitUntil(() => target.planner.stats.outboxReads === 3);
+  await Bun.sleep(50);
+  expect(fake.requests).toHaveLength(1);
   retry();
   await target.planner.idle();
-  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0]);
   expect(states(target, INSTALLATION)).toEqual([
     [T0, PlannerState.sent],
     [T0 + 1, PlannerState.sent],
   ]);
+  expect(states(target, OTHER_INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
-test('a full page of samples answered but not yet recorded does not hide the samples behind it', async () => {
+test('while outcomes cannot be written (a full disk), a restart sends again only the sample answered meanwhile', async () => {
+  const dir = tempDir();
   const fake = planner();
-  // Retries of the failing writes come at once, so each sample waits a moment, not a second.
-  const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => after(ms === limits.plannerMarkRetryMs ? 1 : ms / 20, expire) };
-  const target = await service({ ...forwarding(fake), durability: 'fast' }, { timers });
-  const utcs = Array.from({ length: limits.plannerQueueSamples + 5 }, (_, i) => T0 + i);
+  const target = await service(forwarding(fake), { dir });
+  const utcs = Array.from({ length: 50 }, (_, i) => T0 + i);
   seedPending(target, INSTALLATION, samplesAt(...utcs));
-  // Every outcome fails to be written until the planner has all samples.
-  const diskFreed = failWrites(target, 'plannerSettled', Infinity);
+  failWrites(target, 'plannerSettled', Infinity);
   target.planner.recheck(INSTALLATION);
-  await fake.waitFor(utcs.length);
-  diskFreed();
-  await target.planner.idle();
-  expect(fake.utcsOf(TOKEN)).toEqual(utcs);
+  await fake.waitFor(1);
+  await Bun.sleep(50);
+  expect(fake.utcsOf(TOKEN)).toEqual([T0]);
+  await target.close(); // its last write of T0's outcome fails too
+
+  const restarted = await service(forwarding(fake), { dir });
+  await restarted.planner.idle();
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, ...utcs]);
+  expect(states(restarted, INSTALLATION).every(([, state]) => state === PlannerState.sent)).toBe(true);
 });
 
 test('an outcome still unwritten at shutdown gets one last write', async () => {

@@ -122,6 +122,8 @@ export class PlannerForwarder implements SampleForwarder {
    * yet: still pending in the database, so kept out of every reread until a retried write records them.
    */
   private readonly unrecorded = new Map<string, Set<number>>();
+  /** Attempts held until every answered sample's outcome is written (see `outcomesWritten`). */
+  private readonly heldForOutcomes: (() => void)[] = [];
   private readonly readPending;
   private readonly readWaiting;
   private readonly timers: PlannerTimers;
@@ -176,6 +178,7 @@ export class PlannerForwarder implements SampleForwarder {
   async stop(graceMs: number = limits.plannerShutdownGraceMs): Promise<void> {
     this.halted = true;
     for (const wake of this.pauses) wake();
+    this.releaseHeldAttempts();
     const cancel = this.timers.delay(graceMs, () => {
       for (const request of this.inFlight) request.abort();
     });
@@ -255,13 +258,12 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   private readOutbox(installation: Installation): void {
-    // Samples answered but not yet recorded are still pending there: read past them.
-    const answered = this.unrecorded.get(installation.id);
-    const limit = limits.plannerQueueSamples + (answered?.size ?? 0);
-    const page = this.readPending(installation.id, limit);
+    const page = this.readPending(installation.id, limits.plannerQueueSamples);
     this.stats.outboxReads += 1;
+    // A sample answered but not yet recorded is still pending there (one at most: see `outcomesWritten`).
+    const answered = this.unrecorded.get(installation.id);
     installation.queue = answered ? page.filter((sample) => !answered.has(sample[0] as number)) : page;
-    installation.more = page.length === limit;
+    installation.more = page.length === limits.plannerQueueSamples;
     installation.reread = false;
   }
 
@@ -303,6 +305,7 @@ export class PlannerForwarder implements SampleForwarder {
 
   /** One request within the overall limit, of the sample as it stands once a slot is held. */
   private async attempt(installation: Installation, outgoing: Outgoing): Promise<Delivery | { kind: 'withdrawn' }> {
+    await this.outcomesWritten();
     await this.slots.acquire();
     try {
       if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
@@ -393,7 +396,8 @@ export class PlannerForwarder implements SampleForwarder {
 
   /**
    * Writes the gathered outcomes. Should the write fail (a full disk), they are kept out of rereads
-   * and written again later, so the planner never gets these samples a second time in this run.
+   * and written again later, so the planner never gets these samples a second time in this run, and
+   * no other sample is sent until they are written.
    */
   private writeSettled(): Promise<void> {
     const samples = this.settled;
@@ -425,6 +429,21 @@ export class PlannerForwarder implements SampleForwarder {
       const answered = this.unrecorded.get(installationId);
       if (answered?.delete(utc) && answered.size === 0) this.unrecorded.delete(installationId);
     }
+    if (this.unrecorded.size === 0) this.releaseHeldAttempts();
+  }
+
+  /**
+   * Settles once no answered sample waits for its outcome to be written, or at shutdown. While one
+   * cannot be written (a full disk), no request starts: each would be sent again after a restart, and
+   * the samples answered meanwhile would pile up in memory.
+   */
+  private outcomesWritten(): Promise<void> {
+    if (this.unrecorded.size === 0 || this.halted) return Promise.resolve();
+    return new Promise((resolve) => this.heldForOutcomes.push(resolve));
+  }
+
+  private releaseHeldAttempts(): void {
+    for (const resume of this.heldForOutcomes.splice(0)) resume();
   }
 
   /** At shutdown: one last try for outcomes still unwritten; what fails stays pending, sent after the restart. */
