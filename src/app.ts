@@ -26,8 +26,14 @@ export interface AppOptions {
   config: Config;
   storage: Storage;
   log: Logger;
-  /** The clock of everything time-dependent, injectable for tests. */
+  /** The wall clock (ms since 1970): sample times, stored timestamps; injectable for tests. */
   now?: () => number;
+  /**
+   * The clock of durations (pairing requests' lifetimes, the lockout), in ms from any start: monotonic,
+   * so that a wall clock set back or forward (NTP catching up on a board without a real-time clock)
+   * neither stretches nor ends them. Injectable for tests.
+   */
+  elapsed?: () => number;
   /** The waits of the planner forwarder, injectable for tests. */
   plannerTimers?: PlannerTimers;
   /** Stands in for the planner forwarder in the telemetry routes, for tests of the hand-off alone. */
@@ -36,7 +42,16 @@ export interface AppOptions {
   bodyReadMs?: number;
 }
 
-export function createApp({ config, storage, log, now = Date.now, plannerTimers, forwarder, bodyReadMs = limits.bodyReadMs }: AppOptions) {
+export function createApp({
+  config,
+  storage,
+  log,
+  now = Date.now,
+  elapsed = monotonicNow,
+  plannerTimers,
+  forwarder,
+  bodyReadMs = limits.bodyReadMs,
+}: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
@@ -50,8 +65,8 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
-    book: new PairingBook(devices, log, now),
-    lock: new ApprovalLock(config.approvalPassword, now),
+    book: new PairingBook(devices, log, elapsed),
+    lock: new ApprovalLock(config.approvalPassword, elapsed),
   };
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
@@ -80,3 +95,5 @@ export function createApp({ config, storage, log, now = Date.now, plannerTimers,
 }
 
 export type Service = ReturnType<typeof createApp>;
+
+const monotonicNow = () => performance.now();

@@ -25,7 +25,7 @@ let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
 const open: TestService[] = [];
 async function start(options: { dir?: string; approvalPassword?: string | null } = {}) {
-  const service = await startTestService({ approvalPassword: PASSWORD, ...options }, { now, dir: options.dir });
+  const service = await startTestService({ approvalPassword: PASSWORD, ...options }, { now, elapsed: now, dir: options.dir });
   open.push(service);
   return service;
 }
@@ -95,7 +95,7 @@ describe('POST /v1/devices/{id}/revoke', () => {
 
   test('with DURABILITY=fast the revocation is still on disk before its answer: a power cut must not bring the token back', async () => {
     const syncs = heldSyncs();
-    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, syncFile: syncs.syncFile });
+    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
     open.push(service);
     const { deviceId } = await pairDevice(service, INSTALLATION);
     expect(syncs.calls).toEqual([]); // fast: the pairing's writes are not synced

@@ -13,6 +13,7 @@ import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
+import { limits } from '../src/limits.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
@@ -22,7 +23,7 @@ const now = () => clock;
 
 let service: TestService;
 async function start(overrides = {}, dir?: string) {
-  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, dir });
+  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, elapsed: now, dir });
   return service;
 }
 afterEach(() => service?.close());
@@ -839,5 +840,32 @@ describe('an approval still being saved', () => {
     commit();
     expect(await deciding).toBe('approved');
     expect(await expectPage(await look(), 200)).toContain('<h1>Car approved</h1>');
+  });
+});
+
+describe('a wall clock that jumps (NTP catching up on a board without a real-time clock)', () => {
+  let wall = Date.UTC(2026, 10, 25, 12, 0, 0);
+  let monotonic = 0;
+  const startWithClocks = async () =>
+    (service = await startTestService({ approvalPassword: PASSWORD }, { now: () => wall, elapsed: () => monotonic }));
+
+  test('neither ends a pairing request early nor keeps it open late: its 10 minutes are measured on a monotonic clock', async () => {
+    await startWithClocks();
+    const started = await startPairing(service, INSTALLATION);
+    wall += 24 * 60 * MINUTE;
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
+    wall -= 48 * 60 * MINUTE;
+    monotonic += 10 * MINUTE;
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+  });
+
+  test('nor stretches a lockout set back with it', async () => {
+    await startWithClocks();
+    const started = await startPairing(service, INSTALLATION);
+    for (let wrong = 1; wrong <= limits.lockoutAttempts; wrong += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(429);
+    wall -= 60 * MINUTE;
+    monotonic += limits.lockoutMs;
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   });
 });

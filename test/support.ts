@@ -91,7 +91,7 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export interface TestServiceOptions extends Pick<AppOptions, 'now' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> {
+export interface TestServiceOptions extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> {
   dir?: string;
   /** How the WAL is synced with FULL durability (see heldSyncs). */
   syncFile?: SyncFile;

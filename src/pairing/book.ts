@@ -44,7 +44,8 @@ export class PairingBook {
   constructor(
     private readonly devices: DeviceRegistry,
     private readonly log: Logger,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms (`AppOptions.elapsed`): lifetimes must not follow the wall clock's jumps. */
+    private readonly now: () => number,
     /** Draws a user code; injectable so that tests can make two requests draw the same one. */
     private readonly drawUserCode: () => string = newUserCode,
   ) {}

@@ -15,7 +15,8 @@ export class ApprovalLock {
 
   constructor(
     password: string,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms (`AppOptions.elapsed`): a lockout must not follow the wall clock's jumps. */
+    private readonly now: () => number,
   ) {
     this.digest = tokenDigest(password);
   }
