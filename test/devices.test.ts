@@ -12,6 +12,7 @@ import {
   heldSyncs,
   INSTALLATION,
   OTHER_INSTALLATION,
+  overSocket,
   runDevicesCommand,
   startTestService,
   tempDir,
@@ -292,6 +293,27 @@ describe('ev-ingest devices', () => {
       expect.stringMatching(new RegExp(`^${deviceId} installation=${INSTALLATION} revoked=\\S+ created=\\S+ lastSeen=\\S+ name="Stolen \\\\"car\\\\""$`)),
       '',
     ]);
+  });
+
+  test("revoke is honoured by a listening server's own watcher: the token is refused within 1 s", async () => {
+    const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
+    const running = await serve(config, createMemoryLogger());
+    try {
+      const car = overSocket(running);
+      const { token, deviceId } = await pairDevice(car, INSTALLATION);
+      const history = async () => (await car.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token })).status;
+      expect(await history()).toBe(200);
+      expect((await run(config.databasePath, 'revoke', deviceId)).code).toBe(0);
+      const revoked = performance.now(); // the command has exited, its revocation committed before
+      let status = await history();
+      while (status === 200 && performance.now() - revoked < 1000) {
+        await Bun.sleep(10);
+        status = await history();
+      }
+      expect(status).toBe(401);
+    } finally {
+      await running.stop();
+    }
   });
 
   test('an unknown id, a missing database and bad usage fail with a message', async () => {

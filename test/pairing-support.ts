@@ -13,7 +13,10 @@ export interface Started {
   interval: number;
 }
 
-export async function startPairing(service: TestService, installationId: string, name?: string): Promise<Started> {
+/** What the car's and the owner's calls need: the app in-process, or a listening server (`overSocket`). */
+type Requester = Pick<TestService, 'request'>;
+
+export async function startPairing(service: Requester, installationId: string, name?: string): Promise<Started> {
   const { status, body } = await answer(
     await service.request('POST', '/v1/pair/start', { body: { installationId, name }, token: null }),
   );
@@ -21,11 +24,11 @@ export async function startPairing(service: TestService, installationId: string,
   return body as Started;
 }
 
-export async function poll(service: TestService, pairingId: string) {
+export async function poll(service: Requester, pairingId: string) {
   return answer(await service.request('POST', '/v1/pair/poll', { body: { pairingId }, token: null }));
 }
 
-export function submitForm(service: TestService, fields: Record<string, string>): Promise<Response> {
+export function submitForm(service: Requester, fields: Record<string, string>): Promise<Response> {
   return service.request('POST', '/pair', {
     body: new URLSearchParams(fields).toString(),
     token: null,
@@ -33,12 +36,12 @@ export function submitForm(service: TestService, fields: Record<string, string>)
   });
 }
 
-export function decide(service: TestService, userCode: string, decision: string, password = PASSWORD) {
+export function decide(service: Requester, userCode: string, decision: string, password = PASSWORD) {
   return submitForm(service, { code: userCode, password, decision });
 }
 
 /** The whole flow: start, approve on the page, collect the token. */
-export async function pairDevice(service: TestService, installationId: string, name = 'MG4') {
+export async function pairDevice(service: Requester, installationId: string, name = 'MG4') {
   const started = await startPairing(service, installationId, name);
   expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   const { body } = await poll(service, started.pairingId);

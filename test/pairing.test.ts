@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, jest, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
 import { pairingBody } from '../src/http/body.ts';
+import { limits } from '../src/limits.ts';
 import type { Committer } from '../src/db/committer.ts';
 import { DeviceRegistry, type PairedDevice } from '../src/devices/registry.ts';
 import { approvalUrl } from '../src/pairing/approval-url.ts';
@@ -14,7 +15,7 @@ import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
 import { limits } from '../src/limits.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
 const MINUTE = 60_000;
@@ -330,6 +331,25 @@ describe('POST /v1/pair/poll', () => {
     service.pairing!.book.stop();
     expect(service.devices.size).toBe(0);
     expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+  });
+
+  test("a listening server's own sweep revokes an approved token the car never collects once its request expires", async () => {
+    // serve() takes no clock: Bun's fake timers stand in for it (Date.now, and the timers made while they are on).
+    jest.useFakeTimers();
+    const running = await serve(testConfig(tempDir(), { approvalPassword: PASSWORD }), createMemoryLogger());
+    try {
+      const car = overSocket(running);
+      const started = await startPairing(car, INSTALLATION);
+      const expiresAt = Date.now() + limits.pairingTtlMs;
+      expect((await decide(car, started.userCode, 'approve')).status).toBe(200);
+      jest.advanceTimersByTime(limits.pairingTtlMs); // the car never polls
+      await running.storage.committer.idle();
+      expect(running.storage.db.query('SELECT revoked_at FROM devices').all()).toEqual([{ revoked_at: expiresAt }]);
+      expect(running.service.devices.size).toBe(0);
+    } finally {
+      jest.useRealTimers();
+      await running.stop();
+    }
   });
 
   test('a new start replaces the open request of the installation and revokes its uncollected device', async () => {

@@ -10,7 +10,7 @@ import { openDatabase } from '../src/db/open.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { closeService, serve } from '../src/server.ts';
+import { closeService, serve, type Running } from '../src/server.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -187,7 +187,7 @@ export function heldSyncs() {
 
 export type HeldSyncs = ReturnType<typeof heldSyncs>;
 
-export function buildRequest(method: string, path: string, options: RequestOptions = {}): Request {
+export function buildRequest(method: string, path: string, options: RequestOptions = {}, origin = 'http://localhost'): Request {
   const headers: Record<string, string> = { ...options.headers };
   const token = options.token === undefined ? OWNER_TOKEN : options.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -196,7 +196,12 @@ export function buildRequest(method: string, path: string, options: RequestOptio
     body = typeof options.body === 'string' || options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  return new Request(`http://localhost${path}`, { method, headers, body });
+  return new Request(`${origin}${path}`, { method, headers, body });
+}
+
+/** Sends requests to a listening server through its socket, as `TestService.request` sends them to the app. */
+export function overSocket(running: Running): Pick<TestService, 'request'> {
+  return { request: (method, path, options) => fetch(buildRequest(method, path, options, running.url.origin)) };
 }
 
 /** The error `serve` refuses `config` with; a start that succeeds is stopped and answered as an error saying so. */
