@@ -321,16 +321,22 @@ describe('POST /v1/pair/poll', () => {
     ]);
   });
 
-  test('the sweep timer revokes an uncollected token even when the car never polls again', async () => {
+  test('the sweep timer revokes an uncollected token even when the car never polls again, at every expiry', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
     clock += 10 * MINUTE;
+    const firstExpiry = clock;
     service.pairing!.book.watch(10);
     await waitUntil(() => deviceRows()[0]?.revoked_at !== null); // committed, not only out of memory
+    // A second request expiring after that sweep: the timer sweeps again, not once.
+    const later = await startPairing(service, OTHER_INSTALLATION);
+    await decide(service, later.userCode, 'approve');
+    clock += 10 * MINUTE;
+    await waitUntil(() => deviceRows()[1]?.revoked_at !== null, 2000);
     service.pairing!.book.stop();
     expect(service.devices.size).toBe(0);
-    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(deviceRows()).toMatchObject([{ revoked_at: firstExpiry }, { revoked_at: clock }]);
   });
 
   test("a listening server's own sweep revokes an approved token the car never collects once its request expires", async () => {
