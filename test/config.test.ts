@@ -136,6 +136,13 @@ describe('serveConfig', () => {
     }
   });
 
+  test('PLANNER_URL must be an http:// or https:// URL', () => {
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, PLANNER_URL: 'http://planner.lan:8000/api' }).planner.url).toBe('http://planner.lan:8000/api');
+    for (const url of ['ftp://planner.example.com/x', 'planner.example.com/x']) {
+      expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_URL: url })).toBe('PLANNER_URL must be an http:// or https:// URL');
+    }
+  });
+
   test('PLANNER_TOKENS pairs are parsed by lower-case installation id and never echoed when wrong', () => {
     const config = serveConfig({
       INGEST_TOKEN: TOKEN,
