@@ -221,6 +221,25 @@ describe('the registry watcher', () => {
     await waitUntil(() => refused(service, token), 10_000);
   });
 
+  test('a reload while a revocation waits to commit reads its device unrevoked, and the token is still refused once it commits', async () => {
+    const service = await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const other = openDatabase(service.config.databasePath, 'full'); // the command's connection, say
+    try {
+      other.run('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 1)', ['added', OTHER_INSTALLATION, tokenHash('token-a')]);
+      other.run('BEGIN IMMEDIATE'); // holds the write lock: the revocation cannot commit yet
+      const revoking = service.devices.revoke(deviceId);
+      service.devices.reloadIfChanged(); // the insert moved the version: this reads the row not yet revoked
+      expect(service.devices.find(tokenHash(token))).toEqual({ id: deviceId, installationId: INSTALLATION });
+      other.run('COMMIT');
+      await revoking;
+      expect(service.devices.find(tokenHash(token))).toBeUndefined();
+    } finally {
+      if (other.inTransaction) other.run('COMMIT');
+      other.close();
+    }
+  });
+
   test('a counter that lost its row refuses the start, saying how to restore it', async () => {
     const service = await start({ dir: tempDir() });
     const path = service.config.databasePath;
