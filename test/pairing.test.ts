@@ -14,7 +14,6 @@ import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
-import { limits } from '../src/limits.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
@@ -348,7 +347,7 @@ describe('POST /v1/pair/poll', () => {
   });
 
   test("a listening server's own sweep revokes an approved token the car never collects once its request expires", async () => {
-    // serve() takes no clock: Bun's fake timers stand in for it (Date.now, and the timers made while they are on).
+    // serve() takes no clock: Bun's fake timers stand in for both (Date.now, performance.now, and the timers made while they are on).
     jest.useFakeTimers();
     const running = await serve(testConfig(tempDir(), { approvalPassword: PASSWORD }), createMemoryLogger());
     try {
