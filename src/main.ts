@@ -6,7 +6,7 @@ import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
 import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
 import { createLogger } from './log.ts';
-import { serve } from './server.ts';
+import { exitWhenStopped, serve } from './server.ts';
 import { VERSION } from './version.ts';
 
 const SERVE_USAGE = `  ev-ingest [serve]              serve (configuration from the environment and ./.env)`;
@@ -66,20 +66,8 @@ async function runServer(): Promise<number> {
   const config = serveConfig(readServerEnvironment());
   const log = createLogger(config.logLevel);
   process.on('exit', () => log.flush()); // lines still buffered when the process ends are written
-  const running = await serve(config, log);
-  const exitAfterStop = (code: number) =>
-    running.stop().then(
-      () => process.exit(code),
-      (error: Error) => {
-        log.error('stop.failed', { reason: error.message });
-        process.exit(1);
-      },
-    );
-  process.once('SIGTERM', () => exitAfterStop(0));
-  process.once('SIGINT', () => exitAfterStop(0));
-  // Without its writer the service cannot store anything: stop, and let the supervisor restart it.
-  running.fatal.then(() => exitAfterStop(1));
-  return new Promise<number>(() => {}); // serves until a signal
+  exitWhenStopped(await serve(config, log), log);
+  return new Promise<number>(() => {}); // serves until a signal or its writer's failure
 }
 
 try {

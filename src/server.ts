@@ -78,6 +78,28 @@ export async function serve(config: Config, log: Logger, timeouts: ClientTimeout
   return { url: server.url, service, storage, stop, fatal };
 }
 
+/** What `exitWhenStopped` needs of the process; a seam for tests. */
+export type ProcessControl = Pick<NodeJS.Process, 'once' | 'exit'>;
+
+/**
+ * Ends the process once the server has stopped: exit 0 after SIGTERM or SIGINT; 1 when its writer
+ * died (it can no longer store anything: a supervisor's `Restart=on-failure` starts it again) or the
+ * stop failed.
+ */
+export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
+  const exitAfterStop = (code: number) =>
+    running.stop().then(
+      () => host.exit(code),
+      (error: Error) => {
+        log.error('stop.failed', { reason: error.message });
+        host.exit(1);
+      },
+    );
+  host.once('SIGTERM', () => exitAfterStop(0));
+  host.once('SIGINT', () => exitAfterStop(0));
+  running.fatal.then(() => exitAfterStop(1));
+}
+
 /**
  * SQLite names the -wal and -shm after the path it opens, and the one-server lock is named so too: a
  * second name for the file (a hard link, as `cp -al` or an rsnapshot of the folder makes) escapes both,

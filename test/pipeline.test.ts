@@ -6,7 +6,7 @@ import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { listen, serve, type Running } from '../src/server.ts';
+import { exitWhenStopped, listen, serve, type ProcessControl, type Running } from '../src/server.ts';
 import {
   answer,
   INSTALLATION,
@@ -16,6 +16,7 @@ import {
   startTestService,
   tempDir,
   testConfig,
+  waitUntil,
   type TestService,
 } from './support.ts';
 import { PASSWORD } from './pairing-support.ts';
@@ -213,15 +214,44 @@ test('a port already in use, or a host that is none, refuses the start with one 
   }
 });
 
-test("a writer that dies settles the server's fatal promise and logs writer.failed (main then stops with exit 1)", async () => {
+/** A stand-in for the process in `exitWhenStopped`: its signal listeners and the exit codes asked for. */
+function processStandIn() {
+  const listeners = new Map<string, () => void>();
+  const exits: number[] = [];
+  const host = {
+    once: (signal: string, listener: () => void) => (listeners.set(signal, listener), host),
+    exit: (code?: number) => void exits.push(code ?? 0),
+  } as unknown as ProcessControl;
+  return { host, listeners, exits };
+}
+
+test("a writer that dies settles the server's fatal promise, logs writer.failed, and the server stops and exits 1", async () => {
   const log = createMemoryLogger();
   const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
+  const { host, exits } = processStandIn();
+  exitWhenStopped(running, log, host);
   try {
     running.storage.committer.killWriter(); // ends without an error, as when it is killed
     expect((await running.fatal).message).toBe('writer exited');
     expect(log.lines.filter((line) => line.includes('error writer.failed'))).toEqual([expect.stringContaining('reason="writer exited"')]);
+    await waitUntil(() => exits.length > 0);
+    expect(exits).toEqual([1]);
+    expect(log.lines.at(-1)).toContain(' info stopped ');
   } finally {
     await running.stop();
+  }
+});
+
+test('SIGTERM and SIGINT stop the server and exit 0', async () => {
+  for (const signal of ['SIGTERM', 'SIGINT']) {
+    const log = createMemoryLogger();
+    const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
+    const { host, listeners, exits } = processStandIn();
+    exitWhenStopped(running, log, host);
+    listeners.get(signal)!();
+    await waitUntil(() => exits.length > 0);
+    expect(exits).toEqual([0]);
+    expect(log.lines.at(-1)).toContain(' info stopped ');
   }
 });
 
