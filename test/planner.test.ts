@@ -650,6 +650,33 @@ test('an outcome whose write fails is written again later; its sample is not sen
   expect(states(target, OTHER_INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
+test('attempts already waiting for a request slot when an outcome cannot be written do not send either', async () => {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  // The first request is answered at once, the others held: its outcome's write fails while they wait.
+  const fake = planner((_, index) => (index === 0 ? {} : { until: held }));
+  let retry = () => {};
+  // The requests keep their real deadline; the failed write's retry comes when the test says so.
+  const delay = (ms: number, expire: () => void) => (ms === limits.plannerMarkRetryMs ? ((retry = expire), () => {}) : after(ms === limits.plannerTimeoutMs ? ms : ms / 20, expire));
+  const target = await service(forwarding(fake), { timers: { ...fastTimers(), delay } });
+  cleanups.push(release); // before the service closes: its close waits for the held requests
+  const diskFull = failWrites(target, 'plannerSettled', Infinity);
+  const installations = Array.from({ length: limits.plannerInFlight + 4 }, (_, n) => installationNumbered(n));
+  seedPending(target, installations, samplesAt(T0));
+  for (const id of installations) target.planner.recheck(id);
+  await waitUntil(() => target.log.lines.some((line) => line.includes('planner.mark_failed')));
+  // The first answer's slot went to a ninth request before its write failed; three wait for a slot.
+  await fake.waitFor(limits.plannerInFlight + 1);
+  release();
+  await Bun.sleep(50);
+  expect(fake.requests).toHaveLength(limits.plannerInFlight + 1);
+  diskFull();
+  retry();
+  await target.planner.idle();
+  expect(fake.requests).toHaveLength(installations.length);
+  for (const id of installations) expect(states(target, id)).toEqual([[T0, PlannerState.sent]]);
+});
+
 test('while outcomes cannot be written (a full disk), a restart sends again only the sample answered meanwhile', async () => {
   const dir = tempDir();
   const fake = planner();

@@ -305,9 +305,10 @@ export class PlannerForwarder implements SampleForwarder {
 
   /** One request within the overall limit, of the sample as it stands once a slot is held. */
   private async attempt(installation: Installation, outgoing: Outgoing): Promise<Delivery | { kind: 'withdrawn' }> {
-    await this.outcomesWritten();
     await this.slots.acquire();
     try {
+      // After the slot: an attempt queued for one when an outcome's write failed must not send either.
+      await this.outcomesWritten();
       if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
       // Shutdown may have begun while the slot or the disk was awaited.
       if (this.halted) return { kind: 'abandoned' };
