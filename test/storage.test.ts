@@ -315,14 +315,16 @@ test('a new private file is made where the file system keeps no modes (fusefat: 
   expect(statSync(path).mode & 0o777).toBe(0o600);
 });
 
-test('a new private file whose mode cannot be set for another reason is removed again, and the failure thrown', () => {
+test('a new private file whose mode cannot be set for another reason (EPERM: not its owner) is removed again, and the failure thrown', () => {
   const dir = tempDir();
-  expect(() =>
-    createPrivateFile(join(dir, 'copy.db.partial'), () => {
-      throw fchmodError('EIO');
-    }),
-  ).toThrow('EIO: fchmod');
-  expect(readdirSync(dir)).toEqual([]);
+  for (const code of ['EIO', 'EPERM']) {
+    expect(() =>
+      createPrivateFile(join(dir, 'copy.db.partial'), () => {
+        throw fchmodError(code);
+      }),
+    ).toThrow(`${code}: fchmod`);
+    expect(readdirSync(dir)).toEqual([]);
+  }
 });
 
 test('a private file is never made over an existing one, which is left as it was', () => {

@@ -75,9 +75,14 @@ function putInPlace(partial: string, target: string, link: LinkFile, leftBehind:
   try {
     link(partial, target);
   } catch (error) {
-    if (!unsupportedByFileSystem(error)) throw error;
+    if (!cannotLink(error)) throw error;
     renameOverPlaceholder(partial, target, leftBehind);
   }
+}
+
+/** Why a file system without hard links refuses one: FAT and exFAT say EPERM, others that it is not supported. */
+function cannotLink(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException).code === 'EPERM' || unsupportedByFileSystem(error);
 }
 
 /** What `target` holds between its exclusive creation and the rename: no SQLite database, so never taken for a backup. */

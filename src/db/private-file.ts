@@ -82,10 +82,7 @@ function createPrivate(path: string, flags: 'wx' | 'a', setMode: SetMode = fchmo
   }
 }
 
-/**
- * How a file system refuses what it cannot keep: FAT and exFAT a hard link (EPERM), FAT through fusefat
- * a mode (ENOSYS), some network file systems either with the others.
- */
+/** How a file system says it cannot do something at all: FAT through fusefat a mode, some network file systems a link or a mode. */
 export function unsupportedByFileSystem(error: unknown): boolean {
-  return ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((error as NodeJS.ErrnoException).code ?? '');
+  return ['ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((error as NodeJS.ErrnoException).code ?? '');
 }
