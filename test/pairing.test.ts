@@ -13,7 +13,7 @@ import { lockedText } from '../src/pairing/page.tsx';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
-import { serve } from '../src/server.ts';
+import { serve, type Running } from '../src/server.ts';
 import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
@@ -349,8 +349,9 @@ describe('POST /v1/pair/poll', () => {
   test("a listening server's own sweep revokes an approved token the car never collects once its request expires", async () => {
     // serve() takes no clock: Bun's fake timers stand in for both (Date.now, performance.now, and the timers made while they are on).
     jest.useFakeTimers();
-    const running = await serve(testConfig(tempDir(), { approvalPassword: PASSWORD }), createMemoryLogger());
+    let running: Running | undefined;
     try {
+      running = await serve(testConfig(tempDir(), { approvalPassword: PASSWORD }), createMemoryLogger());
       const car = overSocket(running);
       const started = await startPairing(car, INSTALLATION);
       const expiresAt = Date.now() + limits.pairingTtlMs;
@@ -361,7 +362,7 @@ describe('POST /v1/pair/poll', () => {
       expect(running.service.devices.size).toBe(0);
     } finally {
       jest.useRealTimers();
-      await running.stop();
+      await running?.stop();
     }
   });
 

@@ -246,12 +246,16 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
   for (const signal of ['SIGTERM', 'SIGINT']) {
     const log = createMemoryLogger();
     const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
-    const { host, listeners, exits } = processStandIn();
-    exitWhenStopped(running, log, host);
-    listeners.get(signal)!();
-    await waitUntil(() => exits.length > 0);
-    expect(exits).toEqual([0]);
-    expect(log.lines.at(-1)).toContain(' info stopped ');
+    try {
+      const { host, listeners, exits } = processStandIn();
+      exitWhenStopped(running, log, host);
+      listeners.get(signal)!();
+      await waitUntil(() => exits.length > 0);
+      expect(exits).toEqual([0]);
+      expect(log.lines.at(-1)).toContain(' info stopped ');
+    } finally {
+      await running.stop();
+    }
   }
 });
 
