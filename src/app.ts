@@ -52,7 +52,7 @@ export function createApp({
   forwarder,
   bodyReadMs = limits.bodyReadMs,
 }: AppOptions) {
-  const devices = new DeviceRegistry(storage.db, storage.committer, log, now);
+  const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = devices.revokeUncollected();

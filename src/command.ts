@@ -23,7 +23,7 @@ export function usage(err: Out, text: string): number {
  * options, rather than taken for a FILE or an ID; a command taking a FILE says how to name one
  * beginning with `-`. Answers undefined when the command may run.
  */
-export function helpOrOption(args: string[], text: string, out: Out, err: Out, takesFile = false): number | undefined {
+export function helpOrOption(args: string[], text: string, out: Out, err: Out, { takesFile = false } = {}): number | undefined {
   if (args.some((arg) => arg === '-h' || arg === '--help')) {
     out(`Usage:\n${text}\n`);
     return 0;

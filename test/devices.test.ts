@@ -283,6 +283,24 @@ describe('lastSeenAt', () => {
     service.auth.authenticate(`Bearer ${token}`);
     expect(await lastSeen()).toBe(clock);
   });
+
+  test('keeps its once a minute when the wall clock is set back (NTP): the minute is measured on a monotonic clock', async () => {
+    let wall = clock;
+    let monotonic = 0;
+    const service = await startTestService({ approvalPassword: PASSWORD }, { now: () => wall, elapsed: () => monotonic });
+    open.push(service);
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const lastSeen = async () => {
+      await service.storage.committer.idle();
+      return service.storage.db.query<{ at: number | null }, [string]>('SELECT last_seen_at AS at FROM devices WHERE id = ?').get(deviceId)!.at;
+    };
+    service.auth.authenticate(`Bearer ${token}`);
+    expect(await lastSeen()).toBe(wall);
+    wall -= 60 * 60_000;
+    monotonic += 60_000;
+    service.auth.authenticate(`Bearer ${token}`);
+    expect(await lastSeen()).toBe(wall);
+  });
 });
 
 describe('ev-ingest devices', () => {

@@ -21,7 +21,7 @@ export async function backupCommand(
   err: Out = toStderr,
   link: LinkFile = linkSync,
 ): Promise<number> {
-  const notOperands = helpOrOption(args, BACKUP_USAGE, out, err, true);
+  const notOperands = helpOrOption(args, BACKUP_USAGE, out, err, { takesFile: true });
   if (notOperands !== undefined) return notOperands;
   if (args.length !== 1 || args[0] === '') {
     return usage(err, BACKUP_USAGE);

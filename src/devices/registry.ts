@@ -41,6 +41,8 @@ export class DeviceRegistry {
     private readonly committer: Committer,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    /** A monotonic clock (`AppOptions.elapsed`) for the last-seen throttle, which must not follow the wall clock's jumps. */
+    private readonly elapsed: () => number = () => performance.now(),
   ) {}
 
   /** Reads every unrevoked device; a devices table that cannot be read refuses the start. */
@@ -129,10 +131,10 @@ export class DeviceRegistry {
 
   /** Records that a device was seen; writes `lastSeenAt` at most once a minute, off the request path. */
   seen(device: DeviceIdentity): void {
-    const at = this.now();
-    if (at - (this.lastSeenWritten.get(device.id) ?? -Infinity) < limits.lastSeenWriteIntervalMs) return;
-    this.lastSeenWritten.set(device.id, at);
-    this.committer.write('touchDevice', { id: device.id, at }).catch((error: Error) => {
+    const since = this.elapsed();
+    if (since - (this.lastSeenWritten.get(device.id) ?? -Infinity) < limits.lastSeenWriteIntervalMs) return;
+    this.lastSeenWritten.set(device.id, since);
+    this.committer.write('touchDevice', { id: device.id, at: this.now() }).catch((error: Error) => {
       this.log.warn('device.last_seen_failed', { device: device.id, reason: error.message });
     });
   }
