@@ -475,6 +475,29 @@ describe('a sample sent again while it waits out a backoff', () => {
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
   });
 
+  test('rewritten again while its re-read waits for the disk, it is read once more and sent with the newest values', async () => {
+    const { fake, target, release } = await waitingInBackoff();
+    // The re-read after the backoff waits for the disk; meanwhile a second batch rewrites the sample.
+    let finishWait = () => {};
+    let waits = 0;
+    const durable = target.storage.committer.durable.bind(target.storage.committer);
+    target.storage.committer.durable = () => {
+      waits += 1;
+      return waits === 1 ? new Promise<void>((resolve) => (finishWait = resolve)) : durable();
+    };
+    release();
+    await waitUntil(() => waits === 1);
+    changeDatabase(target, (db) => db.run(`UPDATE samples SET soc = 88 WHERE utc = ${T0}`));
+    target.planner.stored(INSTALLATION, { added: [], rewritten: true }); // as the batch's commit reports it
+    finishWait();
+    await target.planner.idle();
+    expect(fake.requests.map((request) => request.tlm)).toEqual([
+      { utc: T0, soc: 50 }, // answered 503
+      { utc: T0, soc: 88 },
+    ]);
+    expect(waits).toBe(2); // read again, and waited for the disk again
+  });
+
   test('rewritten during every backoff, it is still given up after its 5 attempts', async () => {
     const fake = planner(() => ({ status: 503 }));
     let soc = 50;
