@@ -14,12 +14,14 @@ import {
   INSTALLATION,
   installationNumbered,
   OTHER_INSTALLATION,
+  OWNER_TOKEN,
   startTestService,
   tempDir,
   testConfig,
   type ConsumptionChunk,
   type TestService,
 } from './support.ts';
+import { parsedReply, rawRequest } from './upload.ts';
 
 let service: TestService;
 beforeEach(async () => {
@@ -361,6 +363,21 @@ describe('GET /v1/consumption/history/{installationId}', () => {
       body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
     });
   });
+});
+
+test('on a listening server, a history read declaring a body over 512 KiB is refused; one within it is ignored', async () => {
+  const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), createMemoryLogger());
+  try {
+    const read = async (bytes: number) => {
+      const head = `GET /v1/consumption/history/${INSTALLATION} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${OWNER_TOKEN}\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`;
+      const { status, body } = parsedReply(await rawRequest(Number(running.url.port), head + 'x'.repeat(bytes)));
+      return { status, body: JSON.parse(body) as unknown };
+    };
+    expect(await read(limits.bodyBytes + 1)).toEqual({ status: 'HTTP/1.1 400 Bad Request', body: { error: 'body is too large' } });
+    expect(await read(limits.bodyBytes)).toEqual({ status: 'HTTP/1.1 200 OK', body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } } });
+  } finally {
+    await running.stop();
+  }
 });
 
 describe('sums do not drift', () => {
