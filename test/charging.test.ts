@@ -107,6 +107,14 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
     expect((await putSession({ ...appSession(), curve })).status).toBe(204);
   });
 
+  test('a curve point keeps only its three fields; a null socPercent is absent', async () => {
+    const curve = [{ timestampMs: 1, powerKw: 1, socPercent: null, note: 'x'.repeat(1000) }, { timestampMs: 2, powerKw: 2, socPercent: 50, extra: [1] }];
+    expect((await putSession({ ...appSession(), curve })).status).toBe(204);
+    expect(service.storage.db.query<{ curve: string }, []>('SELECT curve FROM charging_sessions').get()!.curve).toBe(
+      '[{"timestampMs":1,"powerKw":1},{"timestampMs":2,"powerKw":2,"socPercent":50}]',
+    );
+  });
+
   const pathIdProblem = 'sessionId must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit';
   test.each([['-abc'], ['.abc'], ['a%20b'], ['a'.repeat(65)], ['s%C3%A9ance'], [''], ['a/b'], ['a%2Fb'], ['a%zz']])(
     '400 for the path id "%s", and 401 before it without a token',
@@ -158,6 +166,7 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
       'curve must have at most 1440 entries',
     ],
     ['curve point not an object', { curve: curveWith(5) }, 'curve[3] must be an object'],
+    ['curve point null', { curve: curveWith(null) }, 'curve[3] must be an object'],
     ['curve point without timestampMs', { curve: curveWith({ powerKw: 1 }) }, 'curve[3].timestampMs is required'],
     ['curve point timestampMs as text', { curve: curveWith({ timestampMs: '1', powerKw: 1 }) }, 'curve[3].timestampMs must be Unix milliseconds (a non-negative safe integer)'],
     ['curve point power too high', { curve: curveWith({ timestampMs: 1, powerKw: 1000.1 }) }, 'curve[3].powerKw is out of range 0..1000'],

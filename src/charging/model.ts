@@ -76,7 +76,8 @@ export function parseSession(pathSessionId: string, body: JsonObject): ChargingS
 function parseCurve(value: unknown, path: string): CurvePoint[] {
   return array(value, path, limits.curvePointsMax).map((item, index) => {
     const at = `${path}[${index}]`;
-    const point = object(item, at);
+    // A point that is null is there all the same: not "required", as an absent field would be.
+    const point = item === null ? invalid(at, 'must be an object') : object(item, at);
     const timestampMs = timeMs(point.timestampMs, `${at}.timestampMs`);
     const powerKw = numberIn(point.powerKw, `${at}.powerKw`, 0, 1000);
     const socPercent = optional(point.socPercent, `${at}.socPercent`, (soc, socPath) => numberIn(soc, socPath, 0, 100));
