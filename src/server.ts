@@ -87,9 +87,11 @@ export type ProcessControl = Pick<NodeJS.Process, 'once' | 'exit'>;
  * stop failed.
  */
 export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
+  // Also when the writer fails during a stop a signal began: the signal's exit must not say all went well.
+  let writerFailed = false;
   const exitAfterStop = (code: number) =>
     running.stop().then(
-      () => host.exit(code),
+      () => host.exit(writerFailed ? 1 : code),
       (error: Error) => {
         log.error('stop.failed', { reason: error.message });
         host.exit(1);
@@ -97,7 +99,10 @@ export function exitWhenStopped(running: Running, log: Logger, host: ProcessCont
     );
   host.once('SIGTERM', () => exitAfterStop(0));
   host.once('SIGINT', () => exitAfterStop(0));
-  running.fatal.then(() => exitAfterStop(1));
+  running.fatal.then(() => {
+    writerFailed = true;
+    return exitAfterStop(1);
+  });
 }
 
 /**

@@ -4,11 +4,12 @@ import { assertMayUse } from '../src/http/auth.ts';
 import { handlerReadsBody, ingestBody, readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
-import { ConfigError } from '../src/config.ts';
+import { ConfigError, type Config } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { exitWhenStopped, listen, serve, type ProcessControl, type Running } from '../src/server.ts';
 import {
   answer,
+  heldSyncs,
   INSTALLATION,
   OTHER_INSTALLATION,
   OWNER_TOKEN,
@@ -238,6 +239,31 @@ test("a writer that dies settles the server's fatal promise, logs writer.failed,
     expect(exits).toEqual([1]);
     expect(log.lines.at(-1)).toContain(' info stopped ');
   } finally {
+    await running.stop();
+  }
+});
+
+test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0', async () => {
+  const log = createMemoryLogger();
+  const syncs = heldSyncs();
+  const running = await serve({ ...testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), syncFile: syncs.syncFile } as Config, log);
+  const { host, listeners, exits } = processStandIn();
+  exitWhenStopped(running, log, host);
+  try {
+    const posted = fetch(new URL('/v1/telemetry', running.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OWNER_TOKEN}` },
+      body: JSON.stringify({ installationId: INSTALLATION, samples: [{ utc: Math.floor(Date.now() / 1000) - 60, soc: 50 }] }),
+    });
+    await waitUntil(() => syncs.calls.length > 0);
+    listeners.get('SIGTERM')!();
+    syncs.calls[0]!.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    expect((await posted).status).toBe(500);
+    await waitUntil(() => exits.length > 0);
+    expect(exits[0]).toBe(1);
+    expect(log.lines.filter((line) => line.includes('error writer.failed'))).toHaveLength(1);
+  } finally {
+    syncs.release();
     await running.stop();
   }
 });
