@@ -129,9 +129,14 @@ function plannerLog(target: TestService): string[] {
   return target.log.lines.filter((line) => line.includes(' planner.')).map((line) => line.slice(line.indexOf(' ') + 1));
 }
 
-async function forward(target: TestService, installationId: string, samples: Sample[]): Promise<void> {
+/** Seeds waiting samples and wakes the installation's loop, without waiting for it. */
+function forwardInBackground(target: TestService, installationId: string, samples: Sample[]): void {
   seedPending(target, installationId, samples);
   target.planner.recheck(installationId);
+}
+
+async function forward(target: TestService, installationId: string, samples: Sample[]): Promise<void> {
+  forwardInBackground(target, installationId, samples);
   await target.planner.idle();
 }
 
@@ -698,6 +703,40 @@ test('attempts already waiting for a request slot when an outcome cannot be writ
   await target.planner.idle();
   expect(fake.requests).toHaveLength(installations.length);
   for (const id of installations) expect(states(target, id)).toEqual([[T0, PlannerState.sent]]);
+});
+
+test('an attempt whose re-read waits for the disk while another outcome\'s write fails does not send until it is written', async () => {
+  const OTHER_UTC = T0 + 100;
+  // INSTALLATION's first request is answered 503; its backoff ends when the test says so.
+  const fake = planner((_, index) => (index === 0 ? { status: 503 } : {}));
+  let wake: (() => void) | null = null;
+  let retry = () => {};
+  const timers: PlannerTimers = {
+    ...fastTimers(),
+    backoff: (_ms, woken) => (wake === null ? ((wake = woken), () => {}) : after(0, woken)),
+    delay: (ms, expire) => (ms === limits.plannerMarkRetryMs ? ((retry = expire), () => {}) : after(ms / 20, expire)),
+  };
+  const target = await service(forwarding(fake), { timers });
+  forwardInBackground(target, INSTALLATION, samplesAt(T0));
+  await waitUntil(() => wake !== null);
+  // Its re-read after the backoff waits for the disk; meanwhile another installation's outcome cannot be written.
+  let finishWait = () => {};
+  let waits = 0;
+  const durable = target.storage.committer.durable.bind(target.storage.committer);
+  target.storage.committer.durable = () => (++waits === 1 ? new Promise<void>((resolve) => (finishWait = resolve)) : durable());
+  wake!();
+  await waitUntil(() => waits === 1);
+  const diskFull = failWrites(target, 'plannerSettled', Infinity);
+  forwardInBackground(target, OTHER_INSTALLATION, samplesAt(OTHER_UTC));
+  await waitUntil(() => target.log.lines.some((line) => line.includes('planner.mark_failed')));
+  finishWait();
+  await Bun.sleep(50);
+  expect(fake.requests.map((request) => request.tlm.utc)).toEqual([T0, OTHER_UTC]);
+  diskFull();
+  retry();
+  await target.planner.idle();
+  expect(fake.requests.map((request) => request.tlm.utc)).toEqual([T0, OTHER_UTC, T0]);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
 test('while outcomes cannot be written (a full disk), a restart sends again only the sample answered meanwhile', async () => {

@@ -307,9 +307,12 @@ export class PlannerForwarder implements SampleForwarder {
   private async attempt(installation: Installation, outgoing: Outgoing): Promise<Delivery | { kind: 'withdrawn' }> {
     await this.slots.acquire();
     try {
-      // After the slot: an attempt queued for one when an outcome's write failed must not send either.
-      await this.outcomesWritten();
-      if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
+      // Checked once the slot is held, and again after the wait for the disk in `madeNow`: an outcome
+      // whose write failed while this attempt waited holds it too.
+      do {
+        await this.outcomesWritten();
+        if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
+      } while (this.unrecorded.size > 0 && !this.halted);
       // Shutdown may have begun while the slot or the disk was awaited.
       if (this.halted) return { kind: 'abandoned' };
       return await this.request(outgoing.body);
