@@ -1,6 +1,7 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
 import { chargingRoutes } from './charging/routes.ts';
+import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
@@ -95,5 +96,3 @@ export function createApp({
 }
 
 export type Service = ReturnType<typeof createApp>;
-
-const monotonicNow = () => performance.now();

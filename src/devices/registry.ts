@@ -4,6 +4,7 @@
  * or deleted by any connection, the `devices revoke` command among them), not on every commit.
  */
 import type { Database } from 'bun:sqlite';
+import { monotonicNow } from '../clock.ts';
 import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
 import { limits } from '../limits.ts';
@@ -42,7 +43,7 @@ export class DeviceRegistry {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
     /** A monotonic clock (`AppOptions.elapsed`) for the last-seen throttle, which must not follow the wall clock's jumps. */
-    private readonly elapsed: () => number = () => performance.now(),
+    private readonly elapsed: () => number = monotonicNow,
   ) {}
 
   /** Reads every unrevoked device; a devices table that cannot be read refuses the start. */
