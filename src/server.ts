@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { createApp, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { databaseFile } from './db/open.ts';
-import { openStorage, withStorage, type Storage } from './db/storage.ts';
+import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
@@ -21,8 +21,15 @@ export interface Running {
   fatal: Promise<Error>;
 }
 
-/** Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the listener alike. */
-export async function serve(config: Config, log: Logger, timeouts: ClientTimeouts = limits): Promise<Running> {
+/**
+ * Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the
+ * listener alike. `syncFile` is the storage's fault seam, for tests of a listening server.
+ */
+export async function serve(
+  config: Config & Pick<StorageOptions, 'syncFile'>,
+  log: Logger,
+  timeouts: ClientTimeouts = limits,
+): Promise<Running> {
   const storage = await openStorage(config, { serverLock: true });
   const fatal = new Promise<Error>((resolve) => {
     storage.committer.onBroken = (error) => {

@@ -4,7 +4,7 @@ import { assertMayUse } from '../src/http/auth.ts';
 import { handlerReadsBody, ingestBody, readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
-import { ConfigError, type Config } from '../src/config.ts';
+import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { exitWhenStopped, listen, serve, type ProcessControl, type Running } from '../src/server.ts';
 import {
@@ -246,7 +246,7 @@ test("a writer that dies settles the server's fatal promise, logs writer.failed,
 test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0', async () => {
   const log = createMemoryLogger();
   const syncs = heldSyncs();
-  const running = await serve({ ...testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), syncFile: syncs.syncFile } as Config, log);
+  const running = await serve({ ...testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), syncFile: syncs.syncFile }, log);
   const { host, listeners, exits } = processStandIn();
   exitWhenStopped(running, log, host);
   try {

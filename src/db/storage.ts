@@ -13,7 +13,7 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-/** `syncFile`: the committer's fault seam, for tests that hold the WAL's sync under a whole service; the server never sets it. */
+/** `syncFile`: the committer's fault seam, for tests that hold the WAL's sync under a whole service or server; the binary never sets it. */
 export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'> & Pick<CommitterOptions, 'syncFile'>;
 
 /**
