@@ -50,12 +50,11 @@ export async function readBody(
   const declared = Number(request.headers.get('content-length') ?? NaN);
   // A length that is no whole number is treated as none: the stream and the cap decide.
   const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
-  if (declaredBytes !== null && declaredBytes > cap + drain) throw tooLarge(); // not worth draining
-  if (request.body === null) {
-    // Bun hides a GET's body and drops it unread: only the length it declares can be checked.
-    if (declaredBytes !== null && declaredBytes > cap) throw tooLarge();
-    return new Uint8Array(0);
-  }
+  // Past the cap and the drain a body is not worth draining; one Bun hides (a GET's, which it drops
+  // unread) can only be held to the cap by the length it declares.
+  const most = request.body === null ? cap : cap + drain;
+  if (declaredBytes !== null && declaredBytes > most) throw tooLarge();
+  if (request.body === null) return new Uint8Array(0);
   let timer: Timer | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(tooSlow()), deadlineMs);
