@@ -68,6 +68,18 @@ describe('bearer token', () => {
     expect(await answer(await service.request('POST', '/test/echo', { token: null, headers, body: '{}' }))).toEqual(unauthorized);
   });
 
+  test('a 401 names the scheme it wants (WWW-Authenticate: Bearer), at the ingest and the device endpoints', async () => {
+    const refused = await service.request('POST', '/test/echo', { token: null, body: '{}' });
+    expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
+    const paired = await startTestService({ approvalPassword: PASSWORD });
+    try {
+      const devices = await paired.request('GET', '/v1/devices', { token: null });
+      expect([devices.status, devices.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
+    } finally {
+      await paired.close();
+    }
+  });
+
   test('the exact scheme and token pass', async () => {
     expect(await answer(await service.request('POST', '/test/echo', { body: '{}' }))).toEqual({ status: 200, body: { keys: 0 } });
   });
