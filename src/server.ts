@@ -155,6 +155,8 @@ export function listen(
   return Bun.serve({
     hostname: host,
     port,
+    // Never Bun's development error page (a stack trace) for a failure escaping the handler, whatever NODE_ENV says.
+    development: false,
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
     // before the token check.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,

@@ -207,6 +207,15 @@ describe('body', () => {
   }, 30_000);
 });
 
+test("the listener never runs in Bun's development mode, whose error page shows a stack trace, whatever NODE_ENV says", async () => {
+  const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);
+  try {
+    expect(server.development).toBe(false);
+  } finally {
+    await server.stop(true);
+  }
+});
+
 test('an unexpected failure is 500 "internal server error", its detail only in the log', async () => {
   const response = await service.request('POST', '/test/boom');
   expect(await answer(response)).toEqual({ status: 500, body: { error: 'internal server error' } });
