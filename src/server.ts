@@ -94,21 +94,21 @@ export type ProcessControl = Pick<NodeJS.Process, 'once' | 'exit'>;
  * stop failed.
  */
 export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
-  // Also when the writer fails during a stop a signal began: the signal's exit must not say all went well.
+  // Read when the stop ends: a writer failing during a stop a signal began still exits 1.
   let writerFailed = false;
-  const exitAfterStop = (code: number) =>
+  const exitAfterStop = () =>
     running.stop().then(
-      () => host.exit(writerFailed ? 1 : code),
+      () => host.exit(writerFailed ? 1 : 0),
       (error: Error) => {
         log.error('stop.failed', { reason: error.message });
         host.exit(1);
       },
     );
-  host.once('SIGTERM', () => exitAfterStop(0));
-  host.once('SIGINT', () => exitAfterStop(0));
+  host.once('SIGTERM', exitAfterStop);
+  host.once('SIGINT', exitAfterStop);
   running.fatal.then(() => {
     writerFailed = true;
-    return exitAfterStop(1);
+    return exitAfterStop();
   });
 }
 

@@ -13,6 +13,7 @@ import {
   INSTALLATION,
   OTHER_INSTALLATION,
   OWNER_TOKEN,
+  overSocket,
   refusedStart,
   startTestService,
   tempDir,
@@ -271,11 +272,8 @@ test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0'
   const { host, listeners, exits } = processStandIn();
   exitWhenStopped(running, log, host);
   try {
-    const posted = fetch(new URL('/v1/telemetry', running.url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${OWNER_TOKEN}` },
-      body: JSON.stringify({ installationId: INSTALLATION, samples: [{ utc: Math.floor(Date.now() / 1000) - 60, soc: 50 }] }),
-    });
+    const body = { installationId: INSTALLATION, samples: [{ utc: Math.floor(Date.now() / 1000) - 60, soc: 50 }] };
+    const posted = overSocket(running).request('POST', '/v1/telemetry', { body });
     await waitUntil(() => syncs.calls.length > 0);
     listeners.get('SIGTERM')!();
     syncs.calls[0]!.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
