@@ -221,8 +221,11 @@ describe('the registry watcher', () => {
     await waitUntil(() => refused(service, token), 10_000);
   });
 
-  test('a reload while a revocation waits to commit reads its device unrevoked, and the token is still refused once it commits', async () => {
-    const service = await start();
+  test('a reload while a revocation waits to commit reads its device unrevoked, and the token is refused from the commit on, not only after its sync', async () => {
+    const syncs = heldSyncs();
+    // fast: the revocation's own sync (its flush) comes after the commit, and is held here.
+    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
+    open.push(service);
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
     const other = openDatabase(service.config.databasePath, 'full'); // the command's connection, say
     try {
@@ -232,9 +235,13 @@ describe('the registry watcher', () => {
       service.devices.reloadIfChanged(); // the insert moved the version: this reads the row not yet revoked
       expect(service.devices.find(tokenHash(token))).toEqual({ id: deviceId, installationId: INSTALLATION });
       other.run('COMMIT');
+      await waitUntil(() => syncs.calls.length > 0); // committed; its sync held
+      expect(service.devices.find(tokenHash(token))).toBeUndefined();
+      syncs.release();
       await revoking;
       expect(service.devices.find(tokenHash(token))).toBeUndefined();
     } finally {
+      syncs.release(); // a failed expectation must not leave the service's close waiting on a held sync
       if (other.inTransaction) other.run('COMMIT');
       other.close();
     }
