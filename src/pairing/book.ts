@@ -19,6 +19,7 @@ export interface PairingRequest {
   /** Lower-case. */
   readonly installationId: string;
   readonly name: string | null;
+  /** On the monotonic clock (`elapsed`), not a wall-clock time. */
   readonly expiresAt: number;
   /** Replaced as the request moves on; an approved one holds its device until the car collects it. */
   standing: Standing;
@@ -45,7 +46,7 @@ export class PairingBook {
     private readonly devices: DeviceRegistry,
     private readonly log: Logger,
     /** A monotonic clock in ms (`AppOptions.elapsed`): lifetimes must not follow the wall clock's jumps. */
-    private readonly now: () => number,
+    private readonly elapsed: () => number,
     /** Draws a user code; injectable so that tests can make two requests draw the same one. */
     private readonly drawUserCode: () => string = newUserCode,
   ) {}
@@ -69,7 +70,7 @@ export class PairingBook {
       userCode: this.unusedUserCode(),
       installationId: id,
       name,
-      expiresAt: this.now() + limits.pairingTtlMs,
+      expiresAt: this.elapsed() + limits.pairingTtlMs,
       standing: { state: 'pending' },
     };
     if (replaced) this.forget(replaced);
@@ -86,7 +87,7 @@ export class PairingBook {
     const request = this.byId.get(pairingId);
     if (!request) return { status: 'expired' };
     // Only this request's own expiry: a poll never waits on other cars' requests (the timer sweeps those).
-    if (request.expiresAt <= this.now()) {
+    if (request.expiresAt <= this.elapsed()) {
       await this.close(request, 'expired');
       return { status: 'expired' };
     }
@@ -108,7 +109,7 @@ export class PairingBook {
   /** The live request of a user code (stored form), or undefined when unknown or expired. */
   find(userCode: string): PairingRequest | undefined {
     const request = this.byCode.get(userCode);
-    return request && request.expiresAt > this.now() ? request : undefined;
+    return request && request.expiresAt > this.elapsed() ? request : undefined;
   }
 
   /**
@@ -131,7 +132,7 @@ export class PairingBook {
       throw error;
     }
     // Replaced or expired while the device was saved: the car can no longer collect it.
-    if (this.byId.get(request.pairingId) !== request || request.expiresAt <= this.now()) {
+    if (this.byId.get(request.pairingId) !== request || request.expiresAt <= this.elapsed()) {
       this.forget(request);
       await this.revoke(device.id, 'expired');
       return 'expired';
@@ -143,12 +144,12 @@ export class PairingBook {
 
   /** Milliseconds left of a request's lifetime. */
   timeLeft(request: PairingRequest): number {
-    return Math.max(0, request.expiresAt - this.now());
+    return Math.max(0, request.expiresAt - this.elapsed());
   }
 
   /** Drops expired requests; an approved one whose token was never collected revokes its device. */
   async sweep(): Promise<void> {
-    const at = this.now();
+    const at = this.elapsed();
     const expired = [...this.byId.values()].filter((request) => request.expiresAt <= at);
     await Promise.all(expired.map((request) => this.close(request, 'expired')));
   }

@@ -16,14 +16,14 @@ export class ApprovalLock {
   constructor(
     password: string,
     /** A monotonic clock in ms (`AppOptions.elapsed`): a lockout must not follow the wall clock's jumps. */
-    private readonly now: () => number,
+    private readonly elapsed: () => number,
   ) {
     this.digest = tokenDigest(password);
   }
 
   /** Whole seconds until the lock ends (for `Retry-After`), or 0 when password checks are open. */
   retryAfterSeconds(): number {
-    const left = this.lockedUntil - this.now();
+    const left = this.lockedUntil - this.elapsed();
     return left > 0 ? Math.ceil(left / 1000) : 0;
   }
 
@@ -48,7 +48,7 @@ export class ApprovalLock {
     this.wrongInARow += 1;
     if (this.wrongInARow >= limits.lockoutAttempts) {
       this.wrongInARow = 0;
-      this.lockedUntil = this.now() + limits.lockoutMs;
+      this.lockedUntil = this.elapsed() + limits.lockoutMs;
     }
     return 'wrong';
   }
