@@ -18,7 +18,7 @@ import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
-import type { PathHeaders } from './server.ts';
+import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 import { Telemetry } from './telemetry/samples.ts';

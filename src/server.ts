@@ -6,7 +6,7 @@ import { ConfigError, type Config } from './config.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
 import { errorResponse, messages } from './http/errors.ts';
-import { internalError, pathOf } from './http/on-error.ts';
+import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
 import { VERSION } from './version.ts';
@@ -135,9 +135,6 @@ export async function closeService(service: Service, storage: Storage): Promise<
 }
 
 type Handler = (request: Request) => Response | Promise<Response>;
-
-/** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's answers there do. */
-export type PathHeaders = (path: string) => Readonly<Record<string, string>>;
 
 const noHeaders: PathHeaders = () => ({});
 

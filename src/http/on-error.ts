@@ -1,6 +1,9 @@
 import type { Logger } from '../log.ts';
 import { describeError, errorResponse, HttpError, messages } from './errors.ts';
 
+/** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's answers there do. */
+export type PathHeaders = (path: string) => Readonly<Record<string, string>>;
+
 interface ErrorContext {
   code: string | number;
   error: unknown;
