@@ -15,22 +15,28 @@ export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live data
 /** Gives the file `existing` the second name `target`; `linkSync` but for tests of file systems without hard links. */
 export type LinkFile = (existing: string, target: string) => void;
 
+/** What tests put in place of the environment's database and of the file system's hard link. */
+export interface BackupSeams {
+  databasePath?: string;
+  link?: LinkFile;
+}
+
 export async function backupCommand(
   args: string[],
   out: Out = toStdout,
   err: Out = toStderr,
-  link: LinkFile = linkSync,
+  { databasePath, link = linkSync }: BackupSeams = {},
 ): Promise<number> {
   const notOperands = helpOrOption(args, BACKUP_USAGE, out, err, { takesFile: true });
   if (notOperands !== undefined) return notOperands;
   if (args.length !== 1 || args[0] === '') {
     return usage(err, BACKUP_USAGE);
   }
-  const databasePath = commandDatabasePath();
+  const source = databasePath ?? commandDatabasePath(); // read after the usage checks: `--help` needs no configuration
   const leftBehind: Out = (leftover) => err(`ev-ingest: ${leftover}\n`);
   try {
-    const bytes = await stoppableBySignal((stopped) => backupDatabase(databasePath, args[0]!, { stopped, leftBehind, link }));
-    out(`backup of ${databasePath} written to ${args[0]} (${bytes} bytes)\n`);
+    const bytes = await stoppableBySignal((stopped) => backupDatabase(source, args[0]!, { stopped, leftBehind, link }));
+    out(`backup of ${source} written to ${args[0]} (${bytes} bytes)\n`);
     return 0;
   } catch (error) {
     err(`ev-ingest: backup failed: ${(error as Error).message}\n`);

@@ -154,17 +154,10 @@ test('a copy whose Worker ends without an answer (killed) fails the backup with 
 
 /** `backupCommand` in this process, with `link` in place of the file system's hard link. */
 async function backupLinkingWith(databasePath: string, file: string, link: LinkFile) {
-  const previous = process.env.DATABASE_PATH;
-  process.env.DATABASE_PATH = databasePath;
   let stdout = '';
   let stderr = '';
-  try {
-    const code = await backupCommand([file], (text) => (stdout += text), (text) => (stderr += text), link);
-    return { code, stdout, stderr };
-  } finally {
-    if (previous === undefined) delete process.env.DATABASE_PATH;
-    else process.env.DATABASE_PATH = previous;
-  }
+  const code = await backupCommand([file], (text) => (stdout += text), (text) => (stderr += text), { databasePath, link });
+  return { code, stdout, stderr };
 }
 
 /** A link refused as Node refuses one, with `code`; `meanwhile` runs first, as another process could. */
