@@ -61,8 +61,6 @@ export class Committer {
   private startedAt = 0;
   private writeMs = 0;
   private pumpScheduled = false;
-  /** `flush()`'s syncs still running (fast durability). */
-  private readonly flushes = new Set<Promise<void>>();
   private closing: Promise<void> | null = null;
   private broken: Error | null = null;
   private idleWaiters: (() => void)[] = [];
@@ -174,12 +172,7 @@ export class Committer {
   flush(): Promise<void> {
     if (this.broken) return Promise.reject(this.broken);
     if (this.syncsEachCommit || !this.walSync) return Promise.resolve();
-    if (this.stopped) return Promise.reject(closedError());
-    const flushing = this.synced();
-    this.flushes.add(flushing);
-    const forget = () => void this.flushes.delete(flushing);
-    flushing.then(forget, forget);
-    return flushing;
+    return this.synced();
   }
 
   /** The WAL's sync when every commit waits for one (FULL durability), else null. */
@@ -195,10 +188,7 @@ export class Committer {
 
   /** Commits what is queued, then closes the writer's connection and stops it. */
   close(): Promise<void> {
-    // The flushes asked for meanwhile (a revocation's) end before the WAL they sync is closed.
-    this.closing ??= this.idle()
-      .then(() => Promise.allSettled([...this.flushes]))
-      .then(() => this.stopWorker());
+    this.closing ??= this.idle().then(() => this.stopWorker());
     return this.closing;
   }
 
@@ -322,7 +312,8 @@ export class Committer {
       await Promise.race([closed, this.gone]); // a writer dying meanwhile must not hang the stop
     }
     this.worker.terminate();
-    this.walSync?.close();
+    // Flushes asked until now (a revocation answered during the stop) get the WAL's last sync.
+    await this.walSync?.close();
   }
 }
 

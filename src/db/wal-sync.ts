@@ -34,6 +34,8 @@ export class WalSync {
   private waiting: Waiter[] = [];
   private syncing = false;
   private closed = false;
+  private closing: Promise<void> | null = null;
+  private fileClosed = () => {};
   /** The first failed sync: after it the kernel may have dropped pages, so no later sync proves anything. */
   private failure: Error | null = null;
   /** How long a sync takes, smoothed over the last ones (0 before the first). */
@@ -72,10 +74,24 @@ export class WalSync {
     });
   }
 
-  /** Starts no more syncs; the file is closed once a sync still running has finished. */
-  close(): void {
+  /**
+   * Takes no more callers; those waiting now (a flush asked as the stop began) get one last sync. Settles
+   * once the file is closed.
+   */
+  close(): Promise<void> {
     this.closed = true;
-    if (!this.syncing) closeSync(this.fd);
+    this.closing ??= new Promise((resolve) => {
+      this.fileClosed = resolve;
+      this.closeWhenSynced();
+    });
+    return this.closing;
+  }
+
+  private closeWhenSynced(): void {
+    if (this.syncing) return; // its end comes back here
+    if (this.waiting.length > 0) return this.sync();
+    closeSync(this.fd);
+    this.fileClosed();
   }
 
   private sync(): void {
@@ -92,12 +108,9 @@ export class WalSync {
         if (this.failure) waiter.reject(this.failure);
         else waiter.resolve();
       }
-      if (this.closed) {
-        closeSync(this.fd);
-        for (const waiter of this.waiting.splice(0)) waiter.reject(new WalClosedError());
-      } else if (this.failure) {
-        for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
-      } else if (this.waiting.length > 0) this.sync();
+      if (this.failure) for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
+      if (this.closed) this.closeWhenSynced();
+      else if (this.waiting.length > 0) this.sync();
     });
   }
 }

@@ -193,14 +193,14 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     });
   });
 
-  test('WalSync closed during a sync keeps its file open until the sync ends, and refuses what waits', async () => {
+  test('WalSync closed during a sync keeps its file open, gives what waits one last sync, then closes it and refuses later callers', async () => {
     const path = join(dir, 'closing-wal');
     writeFileSync(path, 'frames');
     const syncs = heldSyncs();
     const wal = new WalSync(path, syncs.syncFile);
     const first = wal.durable();
     const queued = wal.durable().then(() => 'synced', (error: Error) => error.name);
-    // Whether the sync's descriptor still names the file (once closed, its number may name another).
+    // Whether a sync's descriptor still names the file (once closed, its number may name another).
     const open = () => {
       try {
         return fstatSync(syncs.calls[0]!.fd).ino === statSync(path).ino;
@@ -208,14 +208,18 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
         return false;
       }
     };
-    wal.close();
-    expect(open()).toBe(true);
+    let closed = false;
+    const closing = wal.close().then(() => (closed = true));
+    expect(await wal.durable().then(() => 'synced', (error: Error) => error.name)).toBe('WalClosedError');
     syncs.calls[0]!.finish();
     await first;
-    expect(await queued).toBe('WalClosedError');
-    expect(open()).toBe(false); // closed once the sync ended
-    expect(await wal.durable().then(() => 'synced', (error: Error) => error.name)).toBe('WalClosedError');
-    expect(syncs.calls).toHaveLength(1);
+    await waitUntil(() => syncs.calls.length === 2); // the queued caller's last sync
+    expect([open(), closed]).toEqual([true, false]);
+    syncs.calls[1]!.finish();
+    expect(await queued).toBe('synced');
+    await closing;
+    expect(open()).toBe(false);
+    expect(syncs.calls).toHaveLength(2);
   });
 
   test("WalSync syncs the WAL's folder and the WAL once as it opens: a WAL created at this start, and commits an earlier process left unsynced, survive a power cut", () => {
@@ -319,11 +323,11 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       syncs.calls[1]!.finish();
       await Promise.all([first, second, closing]);
       expect([flushed, closed, broken]).toEqual([['first', 'second'], true, []]);
-      expect(await committer.flush().then(() => 'flushed', (error: Error) => error.message)).toBe('the writer is closed');
+      expect(await committer.flush().then(() => 'flushed', (error: Error) => error.message)).toBe('the WAL is closed');
     });
   });
 
-  test('a flush asked as the stop closes the WAL is refused as closed, not taken for a failed sync', async () => {
+  test('flushes asked until the stop closes the WAL all get a sync; one asked after it is refused as closed, not taken for a failed sync', async () => {
     await withHeldSyncs('fast-flush-stop', { durability: 'fast' }, async ({ committer, syncs }) => {
       const broken: string[] = [];
       committer.onBroken = (error) => void broken.push(error.message);
@@ -332,15 +336,16 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
         await committer.write('insertDevice', device('a'));
         const first = committer.flush();
         const closing = committer.close();
-        await Bun.sleep(0); // the stop has taken the flushes under way: the first
-        const second = committer.flush(); // after that: it waits for the next sync
-        syncs.calls[0]!.finish(); // the first ends, the second's sync starts, the stop goes on
-        const third = committer.flush(); // behind the second's sync as the stop closes the WAL
+        await Bun.sleep(0);
+        const second = committer.flush(); // as the stop goes on: waits for the next sync
+        syncs.calls[0]!.finish(); // the first ends, the second's sync starts
+        const third = committer.flush(); // behind the second's sync, before the WAL is closed
         await waitUntil(() => walClosed.mock.calls.length === 1);
+        const late = committer.flush(); // after the close
         syncs.release();
-        const outcomes = await Promise.all([first, second, third].map((flush) => flush.then(() => 'synced', (error: Error) => error.name)));
+        const outcomes = await Promise.all([first, second, third, late].map((flush) => flush.then(() => 'synced', (error: Error) => error.name)));
         await closing;
-        expect([outcomes, broken]).toEqual([['synced', 'synced', 'WalClosedError'], []]);
+        expect([outcomes, broken]).toEqual([['synced', 'synced', 'synced', 'WalClosedError'], []]);
       } finally {
         walClosed.mockRestore();
       }
