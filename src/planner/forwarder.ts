@@ -312,7 +312,7 @@ export class PlannerForwarder implements SampleForwarder {
       do {
         await this.outcomesWritten();
         if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
-      } while (this.unrecorded.size > 0 && !this.halted);
+      } while (this.outcomesHold());
       // Shutdown may have begun while the slot or the disk was awaited.
       if (this.halted) return { kind: 'abandoned' };
       return await this.request(outgoing.body);
@@ -433,7 +433,7 @@ export class PlannerForwarder implements SampleForwarder {
       const answered = this.unrecorded.get(installationId);
       if (answered?.delete(utc) && answered.size === 0) this.unrecorded.delete(installationId);
     }
-    if (this.unrecorded.size === 0) this.releaseHeldAttempts();
+    if (!this.outcomesHold()) this.releaseHeldAttempts();
   }
 
   /**
@@ -442,8 +442,13 @@ export class PlannerForwarder implements SampleForwarder {
    * the samples answered meanwhile would pile up in memory.
    */
   private outcomesWritten(): Promise<void> {
-    if (this.unrecorded.size === 0 || this.halted) return Promise.resolve();
+    if (!this.outcomesHold()) return Promise.resolve();
     return new Promise((resolve) => this.heldForOutcomes.push(resolve));
+  }
+
+  /** Whether an answered sample's outcome still waits to be written, and no shutdown releases the attempts it holds. */
+  private outcomesHold(): boolean {
+    return this.unrecorded.size > 0 && !this.halted;
   }
 
   private releaseHeldAttempts(): void {
