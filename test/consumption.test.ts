@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Consumption } from '../src/consumption/history.ts';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { openDatabase, StorageError } from '../src/db/open.ts';
+import { openDatabase } from '../src/db/open.ts';
 import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';

@@ -37,8 +37,7 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
     if (replaced) addToDay(db, installationId, replaced.date, minus(ZERO, taken), -1);
     addToDay(db, installationId, date, added, 1);
   }
-  const lifetime = readLifetime(db, installationId);
-  writeLifetime(db, installationId, plus(lifetime ? fromStored(lifetime) : ZERO, minus(added, taken)));
+  addToLifetime(db, installationId, minus(added, taken));
 };
 
 interface StoredDay extends StoredTotals {
@@ -57,10 +56,7 @@ function addToDay(db: Database, installationId: string, date: string, change: To
     db.query('DELETE FROM consumption_days WHERE installation_id = ? AND date = ?').run(installationId, date);
     return;
   }
-  writeDay(db, installationId, date, chunks, plus(day ? fromStored(day) : ZERO, change));
-}
-
-function writeDay(db: Database, installationId: string, date: string, chunks: number, sums: Totals): void {
+  const sums = plus(day ? fromStored(day) : ZERO, change);
   // The chunk row is already written, so the newest state of health is read from the chunks as they are now.
   db.query(
     `INSERT INTO consumption_days (installation_id, date, chunks, km, kwh, hours, soc_drop, unit_bits, soh_percent)
@@ -74,7 +70,9 @@ function writeDay(db: Database, installationId: string, date: string, chunks: nu
   ).run({ installationId, date, chunks, ...toStored(sums) });
 }
 
-function writeLifetime(db: Database, installationId: string, sums: Totals): void {
+function addToLifetime(db: Database, installationId: string, change: Totals): void {
+  const lifetime = readLifetime(db, installationId);
+  const sums = plus(lifetime ? fromStored(lifetime) : ZERO, change);
   db.query(
     `INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits)
      VALUES ($installationId, $km, $kwh, $hours, $socDrop, $unitBits)

@@ -90,9 +90,8 @@ export function toStored(totals: Totals): StoredTotals {
 
 /** How many of `value`'s lowest bits are zero, up to `most` (a zero value has `most`). */
 function trailingZeroBits(value: bigint, most: number): number {
-  const upTo = Math.max(most, 0);
   // The lowest set bit alone (two's complement, so for negative values too), and its position.
-  return value === 0n ? upTo : Math.min((value & -value).toString(2).length - 1, upTo);
+  return value === 0n ? most : Math.min((value & -value).toString(2).length - 1, most);
 }
 
 // The fields are spelled out here, in `totalsOf`, `valuesOf` and `toStored`: built by a loop over
