@@ -20,8 +20,9 @@ export interface AuthenticatedBody extends Authenticated {
 }
 
 /**
- * A handler that runs only for a valid bearer token and takes no body: one sent anyway is still read
- * within `bounds` (the seed's order: token, body read, size check) and dropped.
+ * A handler that runs only for a valid bearer token and takes no body: one sent anyway still goes
+ * through the capped read after the token (the seed's order) and is dropped; for a GET, whose body Bun
+ * drops unread, that holds its declared length to the cap.
  */
 export function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: Authenticated) => R) {
   return async ({ request, params }: RouteContext) => {
