@@ -10,6 +10,7 @@ import { serve } from '../src/server.ts';
 import {
   answer,
   heldSyncs,
+  type HeldSyncs,
   INSTALLATION,
   OTHER_INSTALLATION,
   overSocket,
@@ -20,7 +21,7 @@ import {
   waitUntil,
   type TestService,
 } from './support.ts';
-import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
+import { decide, pairDevice, PASSWORD, poll, startPairing, WRONG_PASSWORD } from './pairing-support.ts';
 
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
@@ -44,6 +45,15 @@ const refused = (service: TestService, token: string) => {
 };
 
 /** How often the registry has read the devices table again since the service started. */
+/** Pairs a car on a service whose syncs are held, finishing the collection's sync (taken in every mode). */
+async function pairFinishingSync(service: TestService, syncs: HeldSyncs) {
+  const before = syncs.calls.length;
+  const pairing = pairDevice(service, INSTALLATION);
+  await waitUntil(() => syncs.calls.length > before);
+  syncs.calls[before]!.finish();
+  return pairing;
+}
+
 const reloads = (service: TestService) => service.log.lines.filter((line) => line.includes(' info devices.reloaded ')).length;
 
 describe('GET /v1/devices', () => {
@@ -98,17 +108,35 @@ describe('POST /v1/devices/{id}/revoke', () => {
     const syncs = heldSyncs();
     const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
     open.push(service);
-    const { deviceId } = await pairDevice(service, INSTALLATION);
-    expect(syncs.calls).toEqual([]); // fast: the pairing's writes are not synced
     let answered = false;
-    const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
+    try {
+      const { deviceId } = await pairFinishingSync(service, syncs);
+      const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
+      await waitUntil(() => syncs.calls.length > 1);
+      expect([syncs.calls.length, answered]).toEqual([2, false]);
+      syncs.calls[1]!.finish();
+      expect((await revoking).status).toBe(200);
+    } finally {
+      syncs.release(); // a failed expectation must not leave the service's close waiting on a held sync
+    }
+  });
+
+  test('with DURABILITY=fast a collected token is on disk before the car has it: a power cut must not unpair the car', async () => {
+    const syncs = heldSyncs();
+    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
+    open.push(service);
+    const started = await startPairing(service, INSTALLATION);
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
+    expect(syncs.calls).toEqual([]); // fast: approving alone is not synced (the token has not left)
+    let answered = false;
+    const polling = poll(service, started.pairingId).then((polled) => ((answered = true), polled));
     try {
       await waitUntil(() => syncs.calls.length > 0);
       expect([syncs.calls.length, answered]).toEqual([1, false]);
       syncs.calls[0]!.finish();
-      expect((await revoking).status).toBe(200);
+      expect((await polling).body).toMatchObject({ status: 'approved', installationId: INSTALLATION });
     } finally {
-      syncs.release(); // a failed expectation must not leave the service's close waiting on a held sync
+      syncs.release();
     }
   });
 });
@@ -226,7 +254,7 @@ describe('the registry watcher', () => {
     // fast: the revocation's own sync (its flush) comes after the commit, and is held here.
     const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
     open.push(service);
-    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const { token, deviceId } = await pairFinishingSync(service, syncs);
     const other = openDatabase(service.config.databasePath, 'full'); // the command's connection, say
     try {
       other.run('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 1)', ['added', OTHER_INSTALLATION, tokenHash('token-a')]);
@@ -235,7 +263,7 @@ describe('the registry watcher', () => {
       service.devices.reloadIfChanged(); // the insert moved the version: this reads the row not yet revoked
       expect(service.devices.find(tokenHash(token))).toEqual({ id: deviceId, installationId: INSTALLATION });
       other.run('COMMIT');
-      await waitUntil(() => syncs.calls.length > 0); // committed; its sync held
+      await waitUntil(() => syncs.calls.length > 1); // committed; its sync held
       expect(service.devices.find(tokenHash(token))).toBeUndefined();
       syncs.release();
       await revoking;

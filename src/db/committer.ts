@@ -110,7 +110,7 @@ export class Committer {
     post(worker, { type: 'open', path: options.path, durability: options.durability, syncApart });
     try {
       const walPath = await opened;
-      // Fast commits go unsynced, but a write that must outlive a power cut (a revocation) asks flush() for a sync.
+      // Fast commits go unsynced, but a write that must outlive a power cut (a revocation, a collected token) asks flush() for a sync.
       const walSync = syncApart || options.durability === 'fast' ? walSyncOf(options, walPath) : null;
       return new Committer(worker, maxGroupWrites, walSync, syncApart);
     } catch (error) {
@@ -167,7 +167,7 @@ export class Committer {
 
   /**
    * Settles once every write answered so far is on disk, whatever the durability: for the rare write that
-   * must survive a power cut even with `DURABILITY=fast` (a revocation). With FULL they are already.
+   * must survive a power cut even with `DURABILITY=fast` (a revocation, a collected token). With FULL they are already.
    */
   flush(): Promise<void> {
     if (this.broken) return Promise.reject(this.broken);
