@@ -193,6 +193,21 @@ describe('body', () => {
     });
   });
 
+  test.each(['gzip', 'deflate, gzip', 'br'])('a body sent with Content-Encoding: %s is 400 saying to send it uncompressed', async (coding) => {
+    const body = Bun.gzipSync(JSON.stringify({ a: 1 }));
+    expect(await answer(await service.request('POST', '/test/echo', { body, headers: { 'Content-Encoding': coding } }))).toEqual({
+      status: 400,
+      body: { error: 'body must be sent uncompressed, without Content-Encoding' },
+    });
+  });
+
+  test.each(['identity', ' Identity ', ''])('Content-Encoding %p is no coding: the JSON is read', async (coding) => {
+    expect(await answer(await service.request('POST', '/test/echo', { body: { a: 1 }, headers: { 'Content-Encoding': coding } }))).toEqual({
+      status: 200,
+      body: { keys: 1 },
+    });
+  });
+
   // One upload of each framing here; a burst of them is in test/durability/floods.test.ts.
   test.each(['chunked', 'length'] as const)('a 5 MB upload (%s) reads the 400 on a real socket', async (framing) => {
     const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);

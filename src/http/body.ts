@@ -144,9 +144,16 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** A compressed body would read as broken JSON; naming the coding tells the car's developer what to change. */
+function assertUncompressed(request: Request): void {
+  const coding = request.headers.get('content-encoding')?.trim().toLowerCase();
+  if (coding && coding !== 'identity') throw badRequest(messages.bodyCompressed);
+}
+
 /** The body as a JSON object; anything else is a 400 with the contract's wording. */
 export async function readJsonObject(request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> {
   const bytes = await readBody(request, bounds);
+  assertUncompressed(request);
   let value: unknown;
   try {
     value = JSON.parse(utf8.decode(bytes));

@@ -1,6 +1,6 @@
 /**
- * The one place where failures become answers: every error body is `{"error": "..."}` with the
- * wording of seed-spec section 7 and the contract.
+ * The one place for the failures a client sees: their wording (seed-spec section 7 and the contract)
+ * and types; `on-error.ts` turns them into answers, every error body `{"error": "..."}`.
  */
 export const messages = {
   hostInvalid: 'Host header is invalid',
@@ -9,6 +9,7 @@ export const messages = {
   bodyTooLarge: 'body is too large',
   bodyNotJson: 'body is not valid JSON',
   bodyNotObject: 'body must be a JSON object',
+  bodyCompressed: 'body must be sent uncompressed, without Content-Encoding',
   formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
   otherInstallation:
     'token belongs to another installation; pair this car again after its installation id changed',
