@@ -1,6 +1,7 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
 import { chargingRoutes } from './charging/routes.ts';
+import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
@@ -75,8 +76,8 @@ export function createApp({
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
-    .use(consumptionRoutes(auth, ingestBounds, consumption))
-    .use(chargingRoutes(auth, ingestBounds, storage.committer));
+    .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }));
   if (pairing) {
     const pairingBounds = { ...pairingBody, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));

@@ -1,17 +1,22 @@
+/** `PUT /v1/charging-sessions/{sessionId}`. */
 import { Elysia } from 'elysia';
-import type { Committer } from '../db/committer.ts';
-import { assertMayUse, type Authenticator } from '../http/auth.ts';
-import { authenticatedBody, noContent, pathId } from '../http/ingest.ts';
+import type { Authenticator } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
+import { noContent, ownedBody, pathId } from '../http/ingest.ts';
 import { parseSession } from './model.ts';
+import type { ChargingSessions } from './store.ts';
 
-export function chargingRoutes(auth: Authenticator, bodyBounds: BodyBounds, committer: Committer) {
+export interface ChargingDeps {
+  auth: Authenticator;
+  bodyBounds: BodyBounds;
+  sessions: ChargingSessions;
+}
+
+export function chargingRoutes({ auth, bodyBounds, sessions }: ChargingDeps) {
   return new Elysia().put(
     '/v1/charging-sessions/*',
-    authenticatedBody(auth, bodyBounds, async ({ caller, body, params }) => {
-      const session = parseSession(pathId(params), body);
-      assertMayUse(caller, session.installationId);
-      await committer.write('putChargingSession', session);
+    ownedBody(auth, bodyBounds, (body, params) => parseSession(pathId(params), body), async (session) => {
+      await sessions.put(session);
       return noContent();
     }),
     handlerReadsBody,

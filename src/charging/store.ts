@@ -1,4 +1,5 @@
 import { getTableColumns } from 'drizzle-orm';
+import type { Committer } from '../db/committer.ts';
 import type { WriteOp } from '../db/group.ts';
 import type { ChargingSession } from './model.ts';
 import { chargingSessions } from './schema.ts';
@@ -18,3 +19,12 @@ const putChargingSession: WriteOp<ChargingSession, void> = (db, session) => {
 };
 
 export const chargingWrites = { putChargingSession };
+
+/** The feature's side of the writer: sessions stored once their write commits. */
+export class ChargingSessions {
+  constructor(private readonly committer: Committer) {}
+
+  put(session: ChargingSession): Promise<void> {
+    return this.committer.write('putChargingSession', session);
+  }
+}

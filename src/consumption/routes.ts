@@ -1,19 +1,22 @@
+/** `PUT /v1/consumption/daily` and `GET /v1/consumption/history/{installationId}`. */
 import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
-import { assertMayUse } from '../http/auth.ts';
-import { authenticated, authenticatedBody, noContent, pathId } from '../http/ingest.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { uuid } from '../http/validate.ts';
+import { noContent, ownedBody, ownedPath } from '../http/ingest.ts';
 import type { Consumption } from './history.ts';
 import { parseChunk } from './model.ts';
 
-export function consumptionRoutes(auth: Authenticator, bodyBounds: BodyBounds, consumption: Consumption) {
+export interface ConsumptionDeps {
+  auth: Authenticator;
+  bodyBounds: BodyBounds;
+  consumption: Consumption;
+}
+
+export function consumptionRoutes({ auth, bodyBounds, consumption }: ConsumptionDeps) {
   return new Elysia()
     .put(
       '/v1/consumption/daily',
-      authenticatedBody(auth, bodyBounds, async ({ caller, body }) => {
-        const chunk = parseChunk(body);
-        assertMayUse(caller, chunk.installationId);
+      ownedBody(auth, bodyBounds, parseChunk, async (chunk) => {
         await consumption.putChunk(chunk);
         return noContent();
       }),
@@ -21,11 +24,7 @@ export function consumptionRoutes(auth: Authenticator, bodyBounds: BodyBounds, c
     )
     .get(
       '/v1/consumption/history/*',
-      authenticated(auth, bodyBounds, ({ caller, params }) => {
-        const installationId = uuid(pathId(params), 'installationId');
-        assertMayUse(caller, installationId);
-        return new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS });
-      }),
+      ownedPath(auth, bodyBounds, (installationId) => new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS })),
       handlerReadsBody,
     );
 }

@@ -1,9 +1,10 @@
 /**
  * The pipeline shared by the ingest endpoints, in the seed's order: (1) bearer check, (2) body read
- * with the cap, (3) size check; the feature's handler then validates and checks ownership.
+ * with the cap and its size check, (3) validation, (4) ownership of the installation; then the operation.
  */
-import type { Authenticator, Caller } from './auth.ts';
+import { assertMayUse, type Authenticator, type Caller } from './auth.ts';
 import { readBody, readJsonObject, type BodyBounds } from './body.ts';
+import { uuid } from './validate.ts';
 
 interface RouteContext {
   request: Request;
@@ -39,6 +40,38 @@ export function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, ha
     const body = await readJsonObject(request, bounds);
     return handle({ caller, body, params });
   };
+}
+
+/** What a feature's validation returns for an owned operation: at least the installation it names. */
+interface OfInstallation {
+  installationId: string;
+}
+
+/**
+ * The whole pipeline for a body naming an installation: `parse` validates it (400), then a paired car's
+ * token must be for that installation (403), and only then does `handle` run. Every ingest write goes
+ * through here, so that no route can forget the ownership check.
+ */
+export function ownedBody<T extends OfInstallation, R>(
+  auth: Authenticator,
+  bounds: BodyBounds,
+  parse: (body: Record<string, unknown>, params: Record<string, string>) => T,
+  handle: (value: T) => R,
+) {
+  return authenticatedBody(auth, bounds, ({ caller, body, params }) => {
+    const value = parse(body, params);
+    assertMayUse(caller, value.installationId);
+    return handle(value);
+  });
+}
+
+/** The pipeline for a read of the installation whose id ends the path (a route ending in `*`). */
+export function ownedPath<R>(auth: Authenticator, bounds: BodyBounds, handle: (installationId: string) => R) {
+  return authenticated(auth, bounds, ({ caller, params }) => {
+    const installationId = uuid(pathId(params), 'installationId');
+    assertMayUse(caller, installationId);
+    return handle(installationId);
+  });
 }
 
 /**

@@ -1,9 +1,8 @@
 /** `POST /v1/telemetry`: validate, check ownership, store, answer what was stored and dropped. */
 import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
-import { assertMayUse } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { authenticatedBody } from '../http/ingest.ts';
+import { ownedBody } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
 import { validateBatch } from './model.ts';
 import type { Telemetry } from './samples.ts';
@@ -19,9 +18,7 @@ export interface TelemetryDeps {
 export function telemetryRoutes({ auth, bodyBounds, telemetry, log, now }: TelemetryDeps) {
   return new Elysia({ name: 'telemetry' }).post(
     '/v1/telemetry',
-    authenticatedBody(auth, bodyBounds, async ({ caller, body }) => {
-      const batch = validateBatch(body, now());
-      assertMayUse(caller, batch.installationId);
+    ownedBody(auth, bodyBounds, (body) => validateBatch(body, now()), async (batch) => {
       await telemetry.store(batch);
       const { installationId, rows, droppedCount, dropped } = batch;
       // Descriptions never hold a coordinate, so they may be logged.
