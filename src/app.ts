@@ -31,7 +31,7 @@ export interface AppOptions {
   /** The wall clock (ms since 1970): sample times, stored timestamps; injectable for tests. */
   now?: () => number;
   /**
-   * The clock of durations (pairing requests' lifetimes, the lockout), in ms from any start: monotonic,
+   * The clock of durations (pairing requests' lifetimes, the lockout, the once-a-minute `lastSeenAt`), in ms from any start: monotonic,
    * so that a wall clock set back or forward (NTP catching up on a board without a real-time clock)
    * neither stretches nor ends them. Injectable for tests.
    */
@@ -93,7 +93,7 @@ export function createApp({
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
   const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
 
-  return { app, auth, devices, pairing, consumption, planner, ready, stop, listenerHeaders };
+  return { app, auth, devices, pairing, planner, ready, stop, listenerHeaders };
 }
 
 export type Service = ReturnType<typeof createApp>;

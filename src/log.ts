@@ -20,7 +20,7 @@ export type LineSink = (text: string) => void;
 
 const stdoutSink: LineSink = (text) => process.stdout.write(text);
 
-export function createLogger(level: LogLevel = 'info', sink: LineSink = stdoutSink): Logger {
+export function createLogger(level: LogLevel, sink: LineSink = stdoutSink): Logger {
   const threshold = rank[level];
   const timestamp = clockText();
   let pending = '';

@@ -34,7 +34,7 @@ export interface ChargingSession extends OptionalNumbers {
   curve: CurvePoint[] | null;
 }
 
-/** 1..64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit (the app sends UUIDs). */
+/** 1 to `limits.sessionIdMaxChars` characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit (the app sends UUIDs). */
 const SESSION_ID = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${limits.sessionIdMaxChars - 1}}$`);
 
 function parseSessionId(value: string): string {

@@ -13,7 +13,7 @@ interface HistoryRecord {
   date: string;
   day: DayValues;
   sohPercent?: number;
-  /** Every day up to and including this one, days beyond the 400 returned included. */
+  /** Every day up to and including this one, days beyond those returned (`limits.historyDays`) included. */
   lifetime: DayValues;
 }
 
@@ -56,7 +56,7 @@ export class Consumption {
   }
 }
 
-/** Each record's lifetime is the total less every newer day, which needs no day beyond the 400. */
+/** Each record's lifetime is the total less every newer day, which needs no day beyond those returned. */
 function historyOf({ days, lifetime }: StoredHistory): History {
   let upToDay = lifetime ? fromStored(lifetime) : ZERO;
   const records = days.map((stored): HistoryRecord => {

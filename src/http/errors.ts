@@ -37,7 +37,7 @@ export const badRequest = (message: string, headers?: Record<string, string>) =>
 // RFC 9110 §15.5.2: a 401 names the scheme it wants.
 export const unauthorized = () => new HttpError(401, messages.unauthorized, { 'WWW-Authenticate': 'Bearer' });
 export const forbidden = (message: string) => new HttpError(403, message);
-export const notFound = (message: string = messages.notFound) => new HttpError(404, message);
+export const notFound = (message: string) => new HttpError(404, message);
 export const tooManyRequests = (message: string, headers?: Record<string, string>) => new HttpError(429, message, headers);
 
 /** An unexpected failure as one log field: its class and message (a 500's detail goes only to the log). */

@@ -13,6 +13,7 @@ interface ErrorContext {
 /** Elysia's `onError`: every failure becomes `{"error": ...}`; only a 500's detail goes to the log. */
 export function answerError(log: Logger) {
   return ({ code, error, request }: ErrorContext): Response => {
+    // No route lets Elysia parse its body (each reads its own, capped); should one, its parse error is still the contract's 400.
     const cause = code === 'PARSE' ? ((error as { cause?: unknown }).cause ?? error) : error;
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);

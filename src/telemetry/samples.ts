@@ -10,7 +10,7 @@ export class Telemetry {
     private readonly forwarder: SampleForwarder,
   ) {}
 
-  /** Stores the usable samples as one write; the forwarder learns only of samples this write made waiting. */
+  /** Stores the usable samples as one write; the forwarder learns of the samples this write made waiting, and whether it rewrote waiting ones. */
   async store({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
     if (rows.length === 0) return;
     const forward = this.forwarder.forwards(installationId);
