@@ -10,7 +10,7 @@ import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
-import { ingestBody, pairingBody } from './http/body.ts';
+import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError } from './http/on-error.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -63,7 +63,7 @@ export function createApp({
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
-  const ingestBounds = { ...ingestBody, deadlineMs: bodyReadMs };
+  const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
@@ -79,7 +79,7 @@ export function createApp({
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
     .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }));
   if (pairing) {
-    const pairingBounds = { ...pairingBody, deadlineMs: bodyReadMs };
+    const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
 

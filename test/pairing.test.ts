@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, jest, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
-import { pairingBody } from '../src/http/body.ts';
+import { pairingBodyBounds } from '../src/http/body.ts';
 import { limits } from '../src/limits.ts';
 import type { Committer } from '../src/db/committer.ts';
 import { DeviceRegistry, type PairedDevice } from '../src/devices/registry.ts';
@@ -825,7 +825,7 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second request draws the first one's code (C if it were still taken)
     const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBody, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBodyBounds, log: createMemoryLogger() });
     const first = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(first, 'approve');
     clock += 10 * MINUTE;
@@ -843,7 +843,7 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBody, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, log: createMemoryLogger() });
     const request = await book.start(INSTALLATION, 'MG4');
     const typed = displayUserCode(request.userCode).toLowerCase().replace('-', ' ');
     const form = new URLSearchParams({ code: ` ${typed} `, password: PASSWORD, decision: 'approve' });
@@ -860,7 +860,7 @@ describe('an approval still being saved', () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBody, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, log: createMemoryLogger() });
     const request = await book.start(INSTALLATION, 'MG4');
     const code = displayUserCode(request.userCode);
     const look = () => routes.handle(new Request(`http://localhost/pair?code=${code}`));

@@ -1,7 +1,7 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { assertMayUse } from '../src/http/auth.ts';
-import { handlerReadsBody, ingestBody, readBody } from '../src/http/body.ts';
+import { handlerReadsBody, ingestBodyBounds, readBody } from '../src/http/body.ts';
 import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
@@ -33,14 +33,14 @@ beforeAll(async () => {
   service.app
     .post(
       '/test/echo',
-      authenticatedBody(service.auth, ingestBody, ({ body }) => {
+      authenticatedBody(service.auth, ingestBodyBounds, ({ body }) => {
         return { keys: Object.keys(body).length };
       }),
       handlerReadsBody,
     )
     .get(
       '/test/owned/:installationId',
-      authenticated(service.auth, ingestBody, ({ caller, params }) => {
+      authenticated(service.auth, ingestBodyBounds, ({ caller, params }) => {
         assertMayUse(caller, params.installationId!);
         return noContent();
       }),
@@ -145,7 +145,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream();
     const headers = { 'content-length': String(limits.bodyBytes + limits.bodyDrainBytes + 1) };
     const request = new Request('http://localhost/x', { method: 'POST', headers, body: stream });
-    await expect(readBody(request, ingestBody)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBodyBounds)).rejects.toMatchObject(tooLarge);
     expect(counted.pulled).toBeLessThanOrEqual(64 * 1024); // a stream may pre-pull its first chunk on creation
   });
 
@@ -154,7 +154,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream(size);
     const request = new Request('http://localhost/x', { method: 'POST', headers: { 'content-length': String(size) }, body: stream });
     const meter = { read: 0, buffered: 0 };
-    await expect(readBody(request, ingestBody, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBodyBounds, meter)).rejects.toMatchObject(tooLarge);
     expect(meter).toEqual({ read: size, buffered: 0 });
     expect(counted.pulled).toBe(size);
   });
@@ -164,7 +164,7 @@ describe('body', () => {
     const { stream } = sizedStream(size);
     const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request, ingestBody, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBodyBounds, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBe(size);
   });
@@ -173,7 +173,7 @@ describe('body', () => {
     const { stream, counted } = sizedStream();
     const meter = { read: 0, buffered: 0 };
     const request = new Request('http://localhost/x', { method: 'POST', body: stream });
-    await expect(readBody(request, ingestBody, meter)).rejects.toMatchObject(tooLarge);
+    await expect(readBody(request, ingestBodyBounds, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + counted.chunk);
     expect(counted.pulled).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + 2 * counted.chunk); // one read-ahead

@@ -21,13 +21,13 @@ export interface BodyBounds {
 }
 
 /** Ingest endpoints: the seed's cap, and a drain so that a car still uploading reads the 400. */
-export const ingestBody: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
+export const ingestBodyBounds: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
 
 /**
  * Routes without a token: small bodies and no drain, so that no stranger can make the server read
  * megabytes (nor pay for the collections a drain forces); an oversized body is answered at once.
  */
-export const pairingBody: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0, deadlineMs: limits.bodyReadMs };
+export const pairingBodyBounds: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0, deadlineMs: limits.bodyReadMs };
 
 /**
  * Route options of every route whose body Elysia must not parse: the handler reads it itself (capped,

@@ -34,8 +34,8 @@ function isLocation(field: SampleField): boolean {
   return field.kind === 'number' && field.pairedWith !== undefined;
 }
 
-/** The row position of each field: 0 is `utc`. */
-const fieldColumns = new Map<string, { column: number; field: SampleField }>(
+/** Each field by name, with its row position (0 is `utc`). */
+const fieldsByName = new Map<string, { column: number; field: SampleField }>(
   sampleFieldNames.map((name, index) => [name, { column: index + 1, field: sampleFields[name] }]),
 );
 
@@ -89,13 +89,13 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     notes.push(`${path}: ${utcProblem}`);
     return null;
   }
-  const row: SampleRow = new Array(fieldColumns.size + 1).fill(null);
+  const row: SampleRow = new Array(fieldsByName.size + 1).fill(null);
   row[0] = values.utc as number;
   let usable = 0;
   for (const key in values) {
     const value = values[key];
     if (key === 'utc' || value === null) continue;
-    const known = fieldColumns.get(key);
+    const known = fieldsByName.get(key);
     if (known === undefined) {
       notes.push(`${path}${keyPath(key)}: unknown field`);
       continue;
@@ -162,7 +162,7 @@ function storedValue(field: SampleField, value: unknown): number | string | Unus
 }
 
 function isUsable(name: string, value: unknown): boolean {
-  const known = fieldColumns.get(name);
+  const known = fieldsByName.get(name);
   return known !== undefined && value !== undefined && value !== null && !(storedValue(known.field, value) instanceof Unusable);
 }
 

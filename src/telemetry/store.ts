@@ -122,25 +122,25 @@ function withdrawSentByCar(db: Database, installation: number, { forward, planne
 const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) => forward && utc > plannerSentUtc;
 
 /**
- * Inserts the write's rows in order, up to `limits.samplesPerInsert` per statement, binding only the
+ * Inserts the batch's rows in order, up to `limits.samplesPerInsert` per statement, binding only the
  * columns some row has a value for (binding a parameter costs about as much as SQLite's own work on
  * it). A statement that meets a stored sample is undone by SQLite alone; its rows then go one by one.
  */
-function insertSamples(db: Database, installation: number, write: SampleBatch, stored: StoredSamples): void {
-  const columns = columnsWithValues(write);
+function insertSamples(db: Database, installation: number, batch: SampleBatch, stored: StoredSamples): void {
+  const columns = columnsWithValues(batch);
   const columnsKey = columns.join(',');
   const sources = columns.map((position) => everyField[position - 1]!);
   const statements = insertStatements(db);
-  for (let from = 0, count = 0; from < write.count; from += count) {
-    count = insertSize(write.count - from);
+  for (let from = 0, count = 0; from < batch.count; from += count) {
+    count = insertSize(batch.count - from);
     try {
-      statements.get(columns, columnsKey, count).run(rowValues(installation, write, sources, from, count));
+      statements.get(columns, columnsKey, count).run(rowValues(installation, batch, sources, from, count));
     } catch (error) {
       if (!isKeyConflict(error)) throw error;
-      storeOneByOne(db, installation, write, from, from + count, stored);
+      storeOneByOne(db, installation, batch, from, from + count, stored);
       continue;
     }
-    for (let r = from; r < from + count; r++) if (waitsForPlanner(write, utcOf(write, r))) stored.added.push(r);
+    for (let r = from; r < from + count; r++) if (waitsForPlanner(batch, utcOf(batch, r))) stored.added.push(r);
   }
 }
 
@@ -156,8 +156,8 @@ function insertSize(left: number): number {
 }
 
 /** The field columns (row positions, in order) holding a value in some row. */
-function columnsWithValues(write: SampleBatch): number[] {
-  return allFields.filter((position) => hasValue(write, everyField[position - 1]!));
+function columnsWithValues(batch: SampleBatch): number[] {
+  return allFields.filter((position) => hasValue(batch, everyField[position - 1]!));
 }
 
 function hasValue({ count, numbers, texts }: SampleBatch, { text, index }: Source): boolean {
@@ -188,12 +188,12 @@ function sourceOf(position: number): Source {
 const everyField: Source[] = allFields.map(sourceOf);
 
 /** The parameters of `count` rows from `from`: per row the installation, utc, the `sources`' values and the planner state. */
-function rowValues(installation: number, write: SampleBatch, sources: Source[], from: number, count: number): (number | string | null)[] {
-  const { numbers, texts } = write;
+function rowValues(installation: number, batch: SampleBatch, sources: Source[], from: number, count: number): (number | string | null)[] {
+  const { numbers, texts } = batch;
   const values: (number | string | null)[] = [];
   // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
   for (let r = from; r < from + count; r++) {
-    const utc = utcOf(write, r);
+    const utc = utcOf(batch, r);
     values.push(installation, utc);
     for (const { text, index } of sources) {
       if (text) values.push(texts?.[r * textColumns.length + index] ?? null); // no texts: the batch has none
@@ -202,7 +202,7 @@ function rowValues(installation: number, write: SampleBatch, sources: Source[], 
         values.push(value === value ? value : null); // NaN marks an absent value
       }
     }
-    values.push(waitsForPlanner(write, utc) ? PlannerState.pending : PlannerState.none);
+    values.push(waitsForPlanner(batch, utc) ? PlannerState.pending : PlannerState.none);
   }
   return values;
 }
@@ -265,19 +265,19 @@ function insertSql(columns: number[], count: number): string {
 }
 
 /** Rows `from` to `to` (excluded), one statement each: a sample stored before is replaced, keeping its planner state. */
-function storeOneByOne(db: Database, installation: number, write: SampleBatch, from: number, to: number, stored: StoredSamples): void {
+function storeOneByOne(db: Database, installation: number, batch: SampleBatch, from: number, to: number, stored: StoredSamples): void {
   const insert = db.query(INSERT_SAMPLE);
   for (let r = from; r < to; r++) {
-    const values = rowValues(installation, write, everyField, r, 1); // INSERT_SAMPLE's parameters
+    const values = rowValues(installation, batch, everyField, r, 1); // INSERT_SAMPLE's parameters
     if (insert.run(...values).changes === 1) {
-      if (waitsForPlanner(write, utcOf(write, r))) stored.added.push(r);
+      if (waitsForPlanner(batch, utcOf(batch, r))) stored.added.push(r);
       continue;
     }
     if (replaceSample(db, values) !== PlannerState.pending) continue;
     // A waiting sample sent again: what the forwarder holds of it is stale.
     stored.rewritten = true;
     // At or before plannerSentUtc: the car gave it to the planner itself.
-    if (utcOf(write, r) <= write.plannerSentUtc) db.query(WITHDRAW_SAMPLE).run(installation, utcOf(write, r));
+    if (utcOf(batch, r) <= batch.plannerSentUtc) db.query(WITHDRAW_SAMPLE).run(installation, utcOf(batch, r));
   }
 }
 

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { ingestBody, readBody } from '../../src/http/body.ts';
+import { ingestBodyBounds, readBody } from '../../src/http/body.ts';
 import { HttpError } from '../../src/http/errors.ts';
 import { limits } from '../../src/limits.ts';
 import { OWNER_TOKEN, startTestService } from '../support.ts';
@@ -29,7 +29,7 @@ function tricklingRequest(
 
 test('a body that trickles past the read deadline is refused with 400 and Connection: close, and its stream cancelled', async () => {
   const { request, cancelled } = tricklingRequest(20);
-  const error = await readBody(request, { ...ingestBody, deadlineMs: 300 }).catch((caught: unknown) => caught);
+  const error = await readBody(request, { ...ingestBodyBounds, deadlineMs: 300 }).catch((caught: unknown) => caught);
   expect(error).toBeInstanceOf(HttpError);
   expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
   await cancelled;
@@ -37,7 +37,7 @@ test('a body that trickles past the read deadline is refused with 400 and Connec
 
 test('a body of declared length that trickles is cut off by the same deadline', async () => {
   const { request } = tricklingRequest(20, { 'content-length': '1000' });
-  const error = await readBody(request, { ...ingestBody, deadlineMs: 300 }).catch((caught: unknown) => caught);
+  const error = await readBody(request, { ...ingestBodyBounds, deadlineMs: 300 }).catch((caught: unknown) => caught);
   expect(error).toMatchObject({ status: 400, message: 'body could not be read', headers: { Connection: 'close' } });
 });
 
@@ -56,7 +56,7 @@ test('a body that arrives within the deadline is read whole', async () => {
       controller.close();
     },
   });
-  const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), { ...ingestBody, deadlineMs: 1000 });
+  const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), { ...ingestBodyBounds, deadlineMs: 1000 });
   expect(new TextDecoder().decode(bytes)).toBe('{}');
 });
 
