@@ -42,7 +42,7 @@ export async function serve(
   service.devices.watch();
   service.pairing?.book.watch();
 
-  let server: ReturnType<typeof listen>;
+  let server: Listener;
   try {
     server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders);
   } catch (error) {
@@ -50,6 +50,14 @@ export async function serve(
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
   }
 
+  logStarted(server, service, config, storage, log);
+  return { url: server.url, service, storage, stop: stopOnce(server, service, storage, log), fatal };
+}
+
+type Listener = ReturnType<typeof listen>;
+
+/** The start line, and the warnings an owner should see once at start-up. */
+function logStarted(server: Listener, service: Service, config: Config, storage: Storage, log: Logger): void {
   log.info('started', {
     version: VERSION,
     address: server.url.href,
@@ -68,9 +76,12 @@ export async function serve(
       hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',
     });
   }
+}
 
+/** The graceful stop, run once however often it is asked for: requests in flight get the grace period. */
+function stopOnce(server: Listener, service: Service, storage: Storage, log: Logger): () => Promise<void> {
   let stopping: Promise<void> | null = null;
-  const stop = () =>
+  return () =>
     (stopping ??= (async () => {
       log.info('stopping');
       let timer: Timer | undefined;
@@ -81,8 +92,6 @@ export async function serve(
       log.info('stopped', { ...storage.committer.stats });
       log.flush();
     })());
-
-  return { url: server.url, service, storage, stop, fatal };
 }
 
 /** What `exitWhenStopped` needs of the process; a seam for tests. */
