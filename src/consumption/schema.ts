@@ -36,11 +36,7 @@ export const consumptionDays = sqliteTable(
     installationId: text('installation_id').notNull(),
     date: text('date').notNull(),
     chunks: integer('chunks').notNull(),
-    km: text('km').notNull(),
-    kwh: text('kwh').notNull(),
-    hours: text('hours').notNull(),
-    socDrop: text('soc_drop').notNull(),
-    unitBits: sumsUnitBits(),
+    ...sumsColumns(),
     /** Of the day's newest chunk (by recordedAt) that carried one. */
     sohPercent: real('soh_percent'),
   },
@@ -50,14 +46,19 @@ export const consumptionDays = sqliteTable(
 /** The sum of all of an installation's days, so a history's lifetime never adds up old days. */
 export const consumptionLifetimes = sqliteTable('consumption_lifetimes', {
   installationId: text('installation_id').primaryKey(),
-  km: text('km').notNull(),
-  kwh: text('kwh').notNull(),
-  hours: text('hours').notNull(),
-  socDrop: text('soc_drop').notNull(),
-  unitBits: sumsUnitBits(),
+  ...sumsColumns(),
 });
 
-/** The sums' unit, 2^-unit_bits; 64 in rows written before it was recorded, the unit they were written in. */
-function sumsUnitBits() {
-  return integer('unit_bits').notNull().default(64);
+/**
+ * The four sums, exact decimal text, and their unit, 2^-unit_bits: 64 in rows written before it was
+ * recorded, the unit they were written in. Fresh builders for each table.
+ */
+function sumsColumns() {
+  return {
+    km: text('km').notNull(),
+    kwh: text('kwh').notNull(),
+    hours: text('hours').notNull(),
+    socDrop: text('soc_drop').notNull(),
+    unitBits: integer('unit_bits').notNull().default(64),
+  };
 }
