@@ -366,7 +366,7 @@ describe('GET /v1/consumption/history/{installationId}', () => {
 });
 
 test('on a listening server, a history read declaring a body over 512 KiB is refused; one within it is ignored', async () => {
-  const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), createMemoryLogger());
+  const running = await serve(testConfig(tempDir()), createMemoryLogger());
   try {
     const read = async (bytes: number) => {
       const head = `GET /v1/consumption/history/${INSTALLATION} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${OWNER_TOKEN}\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`;

@@ -265,7 +265,7 @@ function processStandIn() {
 
 test("a writer that dies settles the server's fatal promise, logs writer.failed, and the server stops and exits 1", async () => {
   const log = createMemoryLogger();
-  const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
+  const running = await serve(testConfig(tempDir()), log);
   const { host, exits } = processStandIn();
   exitWhenStopped(running, log, host);
   try {
@@ -283,7 +283,7 @@ test("a writer that dies settles the server's fatal promise, logs writer.failed,
 test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0', async () => {
   const log = createMemoryLogger();
   const syncs = heldSyncs();
-  const running = await serve({ ...testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), syncFile: syncs.syncFile }, log);
+  const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
   const { host, listeners, exits } = processStandIn();
   exitWhenStopped(running, log, host);
   try {
@@ -305,7 +305,7 @@ test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0'
 test('SIGTERM and SIGINT stop the server and exit 0', async () => {
   for (const signal of ['SIGTERM', 'SIGINT']) {
     const log = createMemoryLogger();
-    const running = await serve(testConfig(tempDir(), { host: '127.0.0.1', port: 0 }), log);
+    const running = await serve(testConfig(tempDir()), log);
     try {
       const { host, listeners, exits } = processStandIn();
       exitWhenStopped(running, log, host);
