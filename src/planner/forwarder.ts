@@ -78,7 +78,7 @@ interface Outgoing {
   utc: number;
   body: string;
   /** The installation's `rewrites` when `body` was made; null when the sample must be read again regardless. */
-  madeAt: number | null;
+  rewritesSeen: number | null;
 }
 
 interface ForwarderStats {
@@ -124,13 +124,13 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly unrecorded = new Map<string, Set<number>>();
   /** Attempts held until every answered sample's outcome is written (see `outcomesWritten`). */
   private readonly heldForOutcomes: (() => void)[] = [];
-  private readonly readPending;
-  private readonly readWaiting;
+  private readonly readPendingPage;
+  private readonly readPendingSample;
   private readonly timers: PlannerTimers;
 
   constructor(private readonly options: ForwarderOptions) {
-    this.readPending = pendingSamplesReader(options.db);
-    this.readWaiting = waitingSampleReader(options.db);
+    this.readPendingPage = pendingSamplesReader(options.db);
+    this.readPendingSample = waitingSampleReader(options.db);
     this.timers = options.timers ?? realTimers;
   }
 
@@ -258,7 +258,7 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   private readOutbox(installation: Installation): void {
-    const page = this.readPending(installation.id, limits.plannerQueueSamples);
+    const page = this.readPendingPage(installation.id, limits.plannerQueueSamples);
     this.stats.outboxReads += 1;
     // A sample answered but not yet recorded is still pending there (one at most: see `outcomesWritten`).
     const answered = this.unrecorded.get(installation.id);
@@ -270,12 +270,12 @@ export class PlannerForwarder implements SampleForwarder {
   /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
   private async deliver(installation: Installation, sample: SampleRow): Promise<boolean> {
     // The queue mirrors the outbox as of the rewrites counted so far (else it would be read again first).
-    const outgoing: Outgoing = { utc: sample[0] as number, body: this.bodyOf(installation, sample), madeAt: installation.rewrites };
+    const outgoing: Outgoing = { utc: sample[0] as number, body: this.bodyOf(installation, sample), rewritesSeen: installation.rewrites };
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) {
         await this.pause(this.jittered(installation.backoffMs));
         // The outbox may have changed during the wait: read the sample again once a slot is held.
-        outgoing.madeAt = null;
+        outgoing.rewritesSeen = null;
       }
       const delivery = await this.attempt(installation, outgoing);
       switch (delivery.kind) {
@@ -307,11 +307,11 @@ export class PlannerForwarder implements SampleForwarder {
   private async attempt(installation: Installation, outgoing: Outgoing): Promise<Delivery | { kind: 'withdrawn' }> {
     await this.slots.acquire();
     try {
-      // Checked once the slot is held, and again after the wait for the disk in `madeNow`: an outcome
+      // Checked once the slot is held, and again after the wait for the disk in `stillWaiting`: an outcome
       // whose write failed while this attempt waited holds it too.
       do {
         await this.outcomesWritten();
-        if (!(await this.madeNow(installation, outgoing))) return { kind: 'withdrawn' };
+        if (!(await this.stillWaiting(installation, outgoing))) return { kind: 'withdrawn' };
       } while (this.outcomesHold());
       // Shutdown may have begun while the slot or the disk was awaited.
       if (this.halted) return { kind: 'abandoned' };
@@ -322,13 +322,13 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   /**
-   * Makes the body again from the outbox while a batch may have changed the sample since it was made;
-   * false when the sample no longer waits (withdrawn by a batch's `plannerSentUtc`).
+   * Whether the sample still waits in the outbox (not withdrawn by a batch's `plannerSentUtc`); while a
+   * batch may have changed it since its body was made, it is read again and its body made anew.
    */
-  private async madeNow(installation: Installation, outgoing: Outgoing): Promise<boolean> {
-    while (outgoing.madeAt !== installation.rewrites) {
-      outgoing.madeAt = installation.rewrites;
-      const current = this.readWaiting(installation.id, outgoing.utc);
+  private async stillWaiting(installation: Installation, outgoing: Outgoing): Promise<boolean> {
+    while (outgoing.rewritesSeen !== installation.rewrites) {
+      outgoing.rewritesSeen = installation.rewrites;
+      const current = this.readPendingSample(installation.id, outgoing.utc);
       if (current === null) return false;
       // The read may have seen a commit whose sync still runs: send nothing of it before it is on disk.
       await this.options.committer.durable();
