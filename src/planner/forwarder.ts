@@ -90,6 +90,7 @@ interface ForwarderStats {
 }
 
 export class PlannerForwarder implements SampleForwarder {
+  /** Read only by the tests: the service neither logs nor answers them. */
   readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0, outboxReads: 0 };
   private readonly installations = new Map<string, Installation>();
   /**
