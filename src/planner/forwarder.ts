@@ -22,7 +22,8 @@ import type { Logger } from '../log.ts';
 import { PlannerState } from '../telemetry/schema.ts';
 import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
 import type { SampleRow } from '../telemetry/model.ts';
-import { installationsWithPending, pendingSamplesReader, waitingSampleReader, type SettledSample } from './store.ts';
+import { OutcomeLedger } from './outcomes.ts';
+import { installationsWithPending, pendingSamplesReader, waitingSampleReader } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
@@ -112,19 +113,8 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly pauses = new Set<() => void>();
   /** Requests at the planner now; shutdown aborts them when its grace is over. */
   private readonly inFlight = new Set<AbortController>();
-  /** Outcomes waiting to be written together. */
-  private settled: SettledSample[] = [];
-  private settling: Promise<void> | null = null;
-  /** The write of outcomes under way, if any. */
-  private writing: Promise<void> | null = null;
-  private cancelSettling: () => void = () => {};
-  /**
-   * By installation, the `utc` of samples the planner has answered whose outcome could not be written
-   * yet: still pending in the database, so kept out of every reread until a retried write records them.
-   */
-  private readonly unrecorded = new Map<string, Set<number>>();
-  /** Attempts held until every answered sample's outcome is written (see `outcomesWritten`). */
-  private readonly heldForOutcomes: (() => void)[] = [];
+  /** What became of the answered samples, on its way to the outbox. */
+  private readonly outcomes: OutcomeLedger;
   private readonly readPendingPage;
   private readonly readPendingSample;
   private readonly timers: PlannerTimers;
@@ -133,6 +123,7 @@ export class PlannerForwarder implements SampleForwarder {
     this.readPendingPage = pendingSamplesReader(options.db);
     this.readPendingSample = waitingSampleReader(options.db);
     this.timers = options.timers ?? realTimers;
+    this.outcomes = new OutcomeLedger(options.committer, options.log, this.timers);
   }
 
   /** Whether samples of this installation go to the planner: a key and a token for it are configured. */
@@ -179,13 +170,13 @@ export class PlannerForwarder implements SampleForwarder {
   async stop(graceMs: number = limits.plannerShutdownGraceMs): Promise<void> {
     this.halted = true;
     for (const wake of this.pauses) wake();
-    this.releaseHeldAttempts();
+    this.outcomes.halt();
     const cancel = this.timers.delay(graceMs, () => {
       for (const request of this.inFlight) request.abort();
     });
     await this.idle();
     cancel();
-    await this.lastSettledWrite();
+    await this.outcomes.lastWrite();
   }
 
   private tokenFor(installationId: string): string | null {
@@ -261,8 +252,8 @@ export class PlannerForwarder implements SampleForwarder {
   private readOutbox(installation: Installation): void {
     const page = this.readPendingPage(installation.id, limits.plannerQueueSamples);
     this.stats.outboxReads += 1;
-    // A sample answered but not yet recorded is still pending there (one at most: see `outcomesWritten`).
-    const answered = this.unrecorded.get(installation.id);
+    // A sample answered but not yet recorded is still pending there (one at most: see `OutcomeLedger.written`).
+    const answered = this.outcomes.unrecordedOf(installation.id);
     installation.queue = answered ? page.filter((sample) => !answered.has(sample[0] as number)) : page;
     installation.more = page.length === limits.plannerQueueSamples;
     installation.reread = false;
@@ -286,7 +277,7 @@ export class PlannerForwarder implements SampleForwarder {
           return false;
         case 'accepted':
           installation.backoffMs = 0;
-          await this.settle(installation, sample, PlannerState.sent);
+          await this.outcomes.record(installation.id, sample[0] as number, PlannerState.sent);
           this.stats.sent += 1;
           return true;
         case 'rejected':
@@ -311,9 +302,9 @@ export class PlannerForwarder implements SampleForwarder {
       // Checked once the slot is held, and again after the wait for the disk in `stillWaiting`: an outcome
       // whose write failed while this attempt waited holds it too.
       do {
-        await this.outcomesWritten();
+        await this.outcomes.written();
         if (!(await this.stillWaiting(installation, outgoing))) return { kind: 'withdrawn' };
-      } while (this.outcomesHold());
+      } while (this.outcomes.holdsAttempts());
       // Shutdown may have begun while the slot or the disk was awaited.
       if (this.halted) return { kind: 'abandoned' };
       return await this.request(outgoing.body);
@@ -378,90 +369,9 @@ export class PlannerForwarder implements SampleForwarder {
 
   private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
-    await this.settle(installation, sample, PlannerState.givenUp);
+    await this.outcomes.record(installation.id, sample[0] as number, PlannerState.givenUp);
     this.stats.givenUp += 1;
     return true;
-  }
-
-  /**
-   * Records an outcome; resolves once it is committed. Outcomes are gathered for a moment into one
-   * write, so forwarding costs a commit per gathering, not per sample.
-   */
-  private settle(installation: Installation, sample: SampleRow, state: SettledSample['state']): Promise<void> {
-    this.settled.push({ installationId: installation.id, utc: sample[0] as number, state });
-    return this.writeSettledIn(limits.plannerMarkGatherMs);
-  }
-
-  private writeSettledIn(ms: number): Promise<void> {
-    this.settling ??= new Promise<void>((resolve) => (this.cancelSettling = this.timers.delay(ms, resolve))).then(() =>
-      this.writeSettled(),
-    );
-    return this.settling;
-  }
-
-  /**
-   * Writes the gathered outcomes. Should the write fail (a full disk), they are kept out of rereads
-   * and written again later, so the planner never gets these samples a second time in this run, and
-   * no other sample is sent until they are written.
-   */
-  private writeSettled(): Promise<void> {
-    const samples = this.settled;
-    this.settled = [];
-    this.settling = null;
-    const writing = this.writeOutcomes(samples).finally(() => {
-      if (this.writing === writing) this.writing = null;
-    });
-    this.writing = writing;
-    return writing;
-  }
-
-  private async writeOutcomes(samples: SettledSample[]): Promise<void> {
-    try {
-      await this.options.committer.write('plannerSettled', samples);
-      this.recorded(samples);
-    } catch (error) {
-      this.options.log.error('planner.mark_failed', { samples: samples.length, reason: (error as Error).message });
-      for (const { installationId, utc } of samples) {
-        this.unrecorded.set(installationId, (this.unrecorded.get(installationId) ?? new Set()).add(utc));
-      }
-      this.settled.push(...samples);
-      if (!this.halted) void this.writeSettledIn(limits.plannerMarkRetryMs);
-    }
-  }
-
-  private recorded(samples: SettledSample[]): void {
-    for (const { installationId, utc } of samples) {
-      const answered = this.unrecorded.get(installationId);
-      if (answered?.delete(utc) && answered.size === 0) this.unrecorded.delete(installationId);
-    }
-    if (!this.outcomesHold()) this.releaseHeldAttempts();
-  }
-
-  /**
-   * Settles once no answered sample waits for its outcome to be written, or at shutdown. While one
-   * cannot be written (a full disk), no request starts: each would be sent again after a restart, and
-   * the samples answered meanwhile would pile up in memory.
-   */
-  private outcomesWritten(): Promise<void> {
-    if (!this.outcomesHold()) return Promise.resolve();
-    return new Promise((resolve) => this.heldForOutcomes.push(resolve));
-  }
-
-  /** Whether an answered sample's outcome still waits to be written, and no shutdown releases the attempts it holds. */
-  private outcomesHold(): boolean {
-    return this.unrecorded.size > 0 && !this.halted;
-  }
-
-  private releaseHeldAttempts(): void {
-    for (const resume of this.heldForOutcomes.splice(0)) resume();
-  }
-
-  /** At shutdown: one last try for outcomes still unwritten; what fails stays pending, sent after the restart. */
-  private async lastSettledWrite(): Promise<void> {
-    this.cancelSettling();
-    this.settling = null;
-    await this.writing; // a retry under way: what it fails comes back to `settled`
-    if (this.settled.length > 0) await this.writeSettled();
   }
 
   /** Equal jitter: between half and all of the delay, so installations retrying together spread out. */
