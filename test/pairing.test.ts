@@ -164,6 +164,8 @@ describe('POST /v1/pair/start', () => {
       [{ installationId: INSTALLATION, name: 'MG4\u202Egnp.exe' }, 'name must not hold control or text-direction characters'],
       [{ installationId: INSTALLATION, name: 'MG4\u001b[2J' }, 'name must not hold control or text-direction characters'],
       [{ installationId: INSTALLATION, name: 'MG4\u0085' }, 'name must not hold control or text-direction characters'],
+      [{ installationId: INSTALLATION, name: 'MG4 \ud83d' }, 'name must not hold a lone surrogate'],
+      [{ installationId: INSTALLATION, name: '\udc4d MG4' }, 'name must not hold a lone surrogate'],
       ...['\u061C', '\u200E', '\u200F', '\u202A', '\u2066', '\u2069'].map(
         (mark): [unknown, string] => [{ installationId: INSTALLATION, name: `MG4${mark}x` }, 'name must not hold control or text-direction characters'],
       ),

@@ -21,6 +21,8 @@ const UNSHOWABLE = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
 function deviceName(value: unknown, path: string): string {
   const chars = typeof value === 'string' ? [...value].length : 0;
   if (chars < 1 || chars > limits.deviceNameMaxChars) invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
+  // SQLite would store a lone surrogate (`"MG4 \ud83d"`) as U+FFFD: the owner would approve a name the car never sent.
+  if (!(value as string).isWellFormed()) invalid(path, 'must not hold a lone surrogate');
   if (UNSHOWABLE.test(value as string)) invalid(path, 'must not hold control or text-direction characters');
   return value as string;
 }
