@@ -8,6 +8,7 @@ import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { newSecret } from '../secret.ts';
 import { newUserCode } from './code.ts';
+import type { Decision } from './model.ts';
 
 /** Where a request stands. `approving`: its device is being committed; the car still sees `pending`. */
 type Standing = { state: 'pending' | 'approving' | 'denied' } | { state: 'approved'; device: PairedDevice };
@@ -28,8 +29,6 @@ export interface PairingRequest {
 export type PollAnswer =
   | { status: 'pending' | 'denied' | 'expired' }
   | { status: 'approved'; token: string; deviceId: string; installationId: string };
-
-type Decision = 'approve' | 'deny';
 
 /** Why a request was closed before its car collected it. */
 type CloseReason = 'expired' | 'replaced';

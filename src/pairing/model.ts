@@ -1,4 +1,4 @@
-/** Validation of the car's pairing requests; messages begin with the offending field. */
+/** Validation of the car's pairing requests (messages begin with the offending field) and of the owner's decision. */
 import { limits } from '../limits.ts';
 import { invalid, optional, required, uuid, type JsonObject } from '../http/validate.ts';
 
@@ -31,4 +31,12 @@ export function parsePoll(body: JsonObject): string {
   const pairingId = required(body.pairingId, 'pairingId');
   if (typeof pairingId !== 'string' || pairingId === '') invalid('pairingId', 'must be a non-empty string');
   return pairingId;
+}
+
+export type Decision = 'approve' | 'deny';
+
+/** The decision of the approval form's button, or null when it names neither. */
+export function parseDecision(form: URLSearchParams): Decision | null {
+  const decision = form.get('decision');
+  return decision === 'approve' || decision === 'deny' ? decision : null;
 }

@@ -206,3 +206,46 @@ export const wrongPasswordText = (triesLeft: number) =>
 
 export const lockedText = (seconds: number) =>
   `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${quantity(seconds, 'second')}.`;
+
+/** A code no open request has: also one whose car collected its token after an approval (it is paired). */
+export const UNKNOWN_CODE =
+  "This code is not open: it has expired, or the car has already collected its token (then it is paired). Check the code on the car's screen, or start pairing again there.";
+
+/** Text that no user code can be: a typo, not a reason to start over. */
+export const NOT_A_CODE = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
+
+/** The approval form sent with the right password but neither button's decision. */
+export const CHOOSE_DECISION = 'Choose Approve or Deny.';
+
+/** The titles of the lockout's page: after the password that locked it, and while it lasts. */
+export const WRONG_PASSWORD_TITLE = 'Wrong password';
+export const LOCKED_TITLE = 'Locked for now';
+
+/** A message page's wording. */
+interface Message {
+  title: string;
+  text: string;
+}
+
+/** A form the server could not read, with the refusal's reason. */
+export const formNotAccepted = (reason: string): Message => ({
+  title: 'Form not accepted',
+  text: `The form could not be read (${reason}). Go back and try again.`,
+});
+
+/** Any other failure: its detail goes to the log only. */
+export const SOMETHING_WENT_WRONG: Message = { title: 'Something went wrong', text: 'The server could not complete this. Try again.' };
+
+/** A method other than GET and POST: a script's, not a browser's. */
+export const NOT_ALLOWED: Message = { title: 'Not allowed', text: 'Open this page in a browser.' };
+
+/** Another approval of the request is being saved: its outcome is not known yet. */
+export const BEING_APPROVED: Message = {
+  title: 'Being approved',
+  text: 'This car is being approved right now. Open the outcome in a moment.',
+};
+
+/** Links on from a message page; none sends the form again. */
+export const backToCar = (code: string): BackLink => ({ code, text: 'Back to this car' });
+export const ENTER_A_CODE: BackLink = { text: 'Enter a code' };
+export const showOutcome = (code: string): BackLink => ({ code, text: 'Show the outcome' });

@@ -14,17 +14,29 @@ import { approvalUrl } from './approval-url.ts';
 import type { PairingBook, PairingRequest } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
 import type { ApprovalLock } from './lock.ts';
-import { parsePoll, parseStart } from './model.ts';
+import { parseDecision, parsePoll, parseStart } from './model.ts';
 import {
   ApprovalPage,
+  BEING_APPROVED,
+  backToCar,
+  CHOOSE_DECISION,
   CodePage,
+  ENTER_A_CODE,
+  formNotAccepted,
+  LOCKED_TITLE,
   lockedText,
   MessagePage,
   NO_STORE,
+  NOT_A_CODE,
+  NOT_ALLOWED,
   OutcomePage,
   PAGE_HEADERS,
   PAIR_PATH,
   pageAnswer,
+  showOutcome,
+  SOMETHING_WENT_WRONG,
+  UNKNOWN_CODE,
+  WRONG_PASSWORD_TITLE,
   wrongPasswordText,
   type BackLink,
   type PageAnswer,
@@ -39,7 +51,7 @@ export interface PairingDeps {
   log: Logger;
 }
 
-type PageHandler = (request: Request) => Promise<PageAnswer>;
+type PageHandler = (request: Request) => PageAnswer | Promise<PageAnswer>;
 
 interface PageContext {
   request: Request;
@@ -47,53 +59,40 @@ interface PageContext {
   html(page: JSX.Element): string | Response | Promise<string | Response>;
 }
 
-/** A code no open request has: also one whose car collected its token after an approval (it is paired). */
-const UNKNOWN_CODE =
-  "This code is not open: it has expired, or the car has already collected its token (then it is paired). Check the code on the car's screen, or start pairing again there.";
-
-/** Text that no user code can be: a typo, not a reason to start over. */
-const NOT_A_CODE = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
-
-/** The code page for a code that is not open: why, as far as the page can tell, and what was typed, to fix in place. */
-const closedCode = (typed: string | null, code: string | null) =>
-  pageAnswer(404, <CodePage notice={code === null ? NOT_A_CODE : UNKNOWN_CODE} typed={typed} />);
-
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
-  /** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
-  const answerOf = async (handle: PageHandler, request: Request): Promise<PageAnswer> => {
-    try {
-      return await handle(request);
-    } catch (error) {
-      if (error instanceof HttpError && error.status === 400) {
-        // The error's headers too: `Connection: close` stops an oversized upload still arriving.
-        const text = `The form could not be read (${error.message}). Go back and try again.`;
-        return pageAnswer(400, <MessagePage title="Form not accepted" text={text} />, error.headers);
-      }
-      log.error('pair.page_failed', { error: describeError(error) });
-      return pageAnswer(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
-    }
+  return new Elysia({ name: 'pairing' }).use(carRoutes(book, config, bodyBounds)).use(pageRoutes({ book, lock, bodyBounds, log }));
+}
+
+/** The owner's approval page. */
+function pageRoutes({ book, lock, bodyBounds, log }: Omit<PairingDeps, 'config'>) {
+  /** The open request of what was typed as its code, or the page saying that the code is not open. */
+  const openRequest = (typed: string | null): PairingRequest | PageAnswer => {
+    const code = parseUserCode(typed);
+    if (code === null) return closedCodePage(typed, NOT_A_CODE);
+    return book.find(code) ?? closedCodePage(typed, UNKNOWN_CODE);
   };
 
-  /** Every `/pair` answer is a page with the strict headers, failures included. */
-  const page =
-    (handle: PageHandler) =>
-    async ({ request, set, html }: PageContext) => {
-      const { status, page, headers } = await answerOf(handle, request);
-      set.status = status;
-      Object.assign(set.headers, PAGE_HEADERS, headers);
-      return html(page);
-    };
+  const approvalPage = (status: number, pairing: PairingRequest, notice: string | undefined) =>
+    pageAnswer(status, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={notice} />);
 
-  const showCode = async (request: Request) => {
-    const input = new URL(request.url).searchParams.get('code');
-    if (input === null) return pageAnswer(200, <CodePage />);
-    const code = parseUserCode(input);
-    const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return closedCode(input, code);
+  const showCode = (request: Request) => {
+    const typed = new URL(request.url).searchParams.get('code');
+    if (typed === null) return pageAnswer(200, <CodePage />);
+    const pairing = openRequest(typed);
+    if (isPage(pairing)) return pairing;
     const { state } = pairing.standing;
-    if (state === 'pending') return pageAnswer(200, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={lockNotice(lock)} />);
+    if (state === 'pending') return approvalPage(200, pairing, lockNotice(lock));
     if (state === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={state} request={pairing} before />);
+  };
+
+  /** The answer to a wrong password: the approval page with the tries left, or the lockout it began. */
+  const wrongPasswordPage = (pairing: PairingRequest) => {
+    log.warn('pair.wrong_password', { installation: pairing.installationId });
+    const seconds = lock.retryAfterSeconds();
+    return seconds > 0
+      ? lockoutPage(403, WRONG_PASSWORD_TITLE, seconds, backToCar(pairing.userCode))
+      : approvalPage(403, pairing, wrongPasswordText(lock.triesLeft()));
   };
 
   // Checked in the contract's order: the lock, the code, the password, then the decision. The lock is
@@ -105,35 +104,25 @@ export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDe
     const lockedMeanwhile = lockedPage(lock, request);
     if (lockedMeanwhile) return lockedMeanwhile;
     const typed = form.get('code');
-    const code = parseUserCode(typed);
-    const pairing = code === null ? undefined : book.find(code);
-    if (!pairing) return closedCode(typed, code);
+    const pairing = openRequest(typed);
+    if (isPage(pairing)) return pairing;
     // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
-    if (lock.check(form.get('password')) !== 'right') {
-      log.warn('pair.wrong_password', { installation: pairing.installationId });
-      const nowLocked = lock.retryAfterSeconds();
-      return nowLocked > 0
-        ? lockoutPage(403, 'Wrong password', nowLocked, { code: pairing.userCode, text: 'Back to this car' })
-        : pageAnswer(403, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={wrongPasswordText(lock.triesLeft())} />);
-    }
-    const decision = form.get('decision');
-    if (decision !== 'approve' && decision !== 'deny') {
-      return pageAnswer(400, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice="Choose Approve or Deny." />);
-    }
+    if (lock.check(form.get('password')) !== 'right') return wrongPasswordPage(pairing);
+    const decision = parseDecision(form);
+    if (decision === null) return approvalPage(400, pairing, CHOOSE_DECISION);
     const before = pairing.standing.state !== 'pending';
     const result = await book.decide(pairing, decision);
-    if (result === 'expired') return closedCode(typed, code);
+    if (result === 'expired') return closedCodePage(typed, UNKNOWN_CODE);
     if (result === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
 
-  return new Elysia({ name: 'pairing' })
+  return new Elysia()
     // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
     .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
-    .use(carRoutes(book, config, bodyBounds))
-    .get(PAIR_PATH, page(showCode))
-    .post(PAIR_PATH, page(decide), handlerReadsBody)
-    .all(PAIR_PATH, page(notAllowed), handlerReadsBody);
+    .get(PAIR_PATH, pageRoute(showCode, log))
+    .post(PAIR_PATH, pageRoute(decide, log), handlerReadsBody)
+    .all(PAIR_PATH, pageRoute(notAllowedPage, log), handlerReadsBody);
 }
 
 /**
@@ -176,14 +165,47 @@ async function readForm(request: Request, bodyBounds: BodyBounds): Promise<URLSe
   return new URLSearchParams(new TextDecoder().decode(await readBody(request, bodyBounds)));
 }
 
-async function notAllowed(): Promise<PageAnswer> {
-  return pageAnswer(405, <MessagePage title="Not allowed" text="Open this page in a browser." />, { Allow: 'GET, POST' });
+/** Every `/pair` answer is a page with the strict headers, failures included. */
+function pageRoute(handle: PageHandler, log: Logger) {
+  return async ({ request, set, html }: PageContext) => {
+    const { status, page, headers } = await answerOf(handle, request, log);
+    set.status = status;
+    Object.assign(set.headers, PAGE_HEADERS, headers);
+    return html(page);
+  };
 }
 
-/** Another approval of this request is being saved: its outcome is not known yet. A link, not a reload, shows it: reloading a form's answer would send the form again. */
+/** A page handler's answer; a failure becomes a page too, never JSON or a stack trace. */
+async function answerOf(handle: PageHandler, request: Request, log: Logger): Promise<PageAnswer> {
+  try {
+    return await handle(request);
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 400) {
+      // The error's headers too: `Connection: close` stops an oversized upload still arriving.
+      return pageAnswer(400, <MessagePage {...formNotAccepted(error.message)} />, error.headers);
+    }
+    log.error('pair.page_failed', { error: describeError(error) });
+    return pageAnswer(500, <MessagePage {...SOMETHING_WENT_WRONG} />);
+  }
+}
+
+function notAllowedPage(): PageAnswer {
+  return pageAnswer(405, <MessagePage {...NOT_ALLOWED} />, { Allow: 'GET, POST' });
+}
+
+/** The code page for a code that is not open: why, as far as the page can tell, and what was typed, to fix in place. */
+function closedCodePage(typed: string | null, why: string): PageAnswer {
+  return pageAnswer(404, <CodePage notice={why} typed={typed} />);
+}
+
+/** Whether a lookup answered with a page instead of the request. */
+function isPage(found: PairingRequest | PageAnswer): found is PageAnswer {
+  return 'page' in found;
+}
+
+/** Another approval of this request is being saved. A link, not a reload, shows the outcome: reloading a form's answer would send the form again. */
 function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
-  const back = { code: userCode, text: 'Show the outcome' };
-  return pageAnswer(200, <MessagePage title="Being approved" text="This car is being approved right now. Open the outcome in a moment." back={back} />);
+  return pageAnswer(200, <MessagePage {...BEING_APPROVED} back={showOutcome(userCode)} />);
 }
 
 /**
@@ -194,7 +216,7 @@ function lockedPage(lock: ApprovalLock, request: Request): PageAnswer | null {
   const seconds = lock.retryAfterSeconds();
   if (seconds === 0) return null;
   const code = parseUserCode(new URL(request.url).searchParams.get('code'));
-  return lockoutPage(429, 'Locked for now', seconds, code === null ? { text: 'Enter a code' } : { code, text: 'Back to this car' });
+  return lockoutPage(429, LOCKED_TITLE, seconds, code === null ? ENTER_A_CODE : backToCar(code));
 }
 
 /** A page saying the lockout's seconds, with `Retry-After` and a link on that does not send the form again. */
