@@ -1,6 +1,7 @@
 /**
  * Open pairing requests, in memory only (they do not survive a restart), modelled on the OAuth 2.0
- * device authorization grant (RFC 8628): pending → approved → collected once, or denied, or expired.
+ * device authorization grant (RFC 8628): pending → approving → approved → collected once, or denied, or
+ * expired.
  */
 import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
 import { messages, tooManyRequests } from '../http/errors.ts';
@@ -10,8 +11,16 @@ import { newSecret } from '../secret.ts';
 import { newUserCode } from './code.ts';
 import type { Decision } from './model.ts';
 
+/** A car's collection of its token being saved, with why its request was closed meanwhile, if it was: the save decides the revocation. */
+interface Collection {
+  closedFor: CloseReason | null;
+}
+
+/** An approved request holds its device until the car collects it; `collection` while that is being saved. */
+type Approved = { state: 'approved'; device: PairedDevice; collection?: Collection };
+
 /** Where a request stands. `approving`: its device is being committed; the car still sees `pending`. */
-type Standing = { state: 'pending' | 'approving' | 'denied' } | { state: 'approved'; device: PairedDevice };
+type Standing = { state: 'pending' | 'approving' | 'denied' } | Approved;
 
 export interface PairingRequest {
   readonly pairingId: string;
@@ -37,8 +46,6 @@ export class PairingBook {
   private readonly byId = new Map<string, PairingRequest>();
   private readonly byCode = new Map<string, PairingRequest>();
   private readonly byInstallation = new Map<string, PairingRequest>();
-  /** Approved requests whose collection is being saved, with why each was closed meanwhile, if it was. */
-  private readonly collecting = new Map<PairingRequest, CloseReason | null>();
   private sweeper: Timer | null = null;
 
   constructor(
@@ -92,9 +99,9 @@ export class PairingBook {
     }
     const { standing } = request;
     if (standing.state === 'denied') return { status: 'denied' };
-    if (standing.state !== 'approved' || this.collecting.has(request)) return { status: 'pending' };
+    if (standing.state !== 'approved' || standing.collection) return { status: 'pending' };
     const { token, id: deviceId, installationId } = standing.device;
-    const collected = await this.markCollected(request, deviceId);
+    const collected = await this.markCollected(standing);
     this.forget(request);
     // Revoked by the owner after approving (a change of mind): the car learns it is not paired.
     if (!collected) {
@@ -169,24 +176,25 @@ export class PairingBook {
    * uncollected, and the car may poll again. Meanwhile its request neither answers another poll nor is
    * revoked by closing; one closed meanwhile that failed to save takes its device along after all.
    */
-  private async markCollected(request: PairingRequest, deviceId: string): Promise<boolean> {
-    this.collecting.set(request, null);
+  private async markCollected(standing: Approved): Promise<boolean> {
+    const collection: Collection = { closedFor: null };
+    standing.collection = collection;
     try {
-      return await this.devices.collected(deviceId);
+      return await this.devices.collected(standing.device.id);
     } catch (error) {
-      const closedFor = this.collecting.get(request);
-      if (closedFor) await this.revoke(deviceId, closedFor);
+      if (collection.closedFor) await this.revoke(standing.device.id, collection.closedFor);
       throw error;
     } finally {
-      this.collecting.delete(request);
+      delete standing.collection;
     }
   }
 
   private async close(request: PairingRequest, reason: CloseReason): Promise<void> {
     this.forget(request);
-    if (request.standing.state !== 'approved') return;
-    if (this.collecting.has(request)) this.collecting.set(request, reason); // its collection's save decides
-    else await this.revoke(request.standing.device.id, reason);
+    const { standing } = request;
+    if (standing.state !== 'approved') return;
+    if (standing.collection) standing.collection.closedFor = reason; // its collection's save decides
+    else await this.revoke(standing.device.id, reason);
   }
 
   private async revoke(deviceId: string, reason: CloseReason): Promise<void> {
