@@ -14,7 +14,7 @@ import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError } from './http/on-error.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
-import { PairingBook } from './pairing/book.ts';
+import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
@@ -57,7 +57,7 @@ export function createApp({
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
-  const ready = devices.revokeUncollected();
+  const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, jest, test } from 'bun:test';
+import { Database } from 'bun:sqlite';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
 import { pairingBodyBounds } from '../src/http/body.ts';
@@ -6,7 +7,7 @@ import { limits } from '../src/limits.ts';
 import type { Committer } from '../src/db/committer.ts';
 import { DeviceRegistry, type PairedDevice } from '../src/devices/registry.ts';
 import { approvalUrl } from '../src/pairing/approval-url.ts';
-import { PairingBook } from '../src/pairing/book.ts';
+import { PairingBook, revokeLeftovers } from '../src/pairing/book.ts';
 import { displayUserCode, newUserCode } from '../src/pairing/code.ts';
 import { ApprovalLock } from '../src/pairing/lock.ts';
 import { lockedText } from '../src/pairing/page.tsx';
@@ -262,17 +263,49 @@ describe('POST /v1/pair/poll', () => {
     expect(await poll(service, uncollected.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });
 
-  test('a start-up revocation that cannot be written is logged, and the start goes on', async () => {
+  test('a device never collected is revoked at the next start also when that start has pairing off', async () => {
+    const dir = tempDir();
+    await start({}, dir);
+    await decide(service, (await startPairing(service, INSTALLATION)).userCode, 'approve');
+    const [lost] = deviceRows();
+    await service.close();
+    await start({ approvalPassword: null }, dir);
+    expect(deviceRows()).toMatchObject([{ id: lost!.id, revoked_at: clock }]);
+    expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
+  });
+
+  test('a start-up revocation that cannot be written is logged for each device, and the start goes on', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
+    const [device] = deviceRows();
     const failing = { write: () => Promise.reject(new Error('disk full')) } as unknown as Committer;
     const log = createMemoryLogger();
     const registry = new DeviceRegistry(service.storage.db, failing, log, now);
     registry.load();
-    expect(await registry.revokeUncollected()).toBeUndefined();
-    expect(log.lines).toEqual([expect.stringContaining('error pairing.revoke_failed reason="disk full"')]);
+    expect(await revokeLeftovers(registry, log)).toBeUndefined();
+    expect(log.lines).toEqual([expect.stringContaining(`error pairing.revoke_failed device=${device!.id} reason="disk full"`)]);
     expect(registry.size).toBe(1);
+  });
+
+  test('a start-up revocation whose devices cannot be read again after it is logged as a failed read, not a failed revocation', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    await decide(service, started.userCode, 'approve');
+    const [device] = deviceRows();
+    const log = createMemoryLogger();
+    const registry = new DeviceRegistry(service.storage.db, service.storage.committer, log, now);
+    registry.load();
+    const db = new Database(service.config.databasePath);
+    db.run('DELETE FROM devices_version'); // the read after the revocation fails; the revocation does not
+    db.close();
+    await revokeLeftovers(registry, log);
+    expect(log.lines).toEqual([
+      expect.stringMatching(/ error devices\.reload_failed reason="paired devices cannot be loaded: devices_version has lost its row/),
+      expect.stringContaining(`info pairing.uncollected_revoked device=${device!.id} reason=restart`),
+    ]);
+    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(registry.size).toBe(0); // its token is refused all the same
   });
 
   test('denied, and no device is created', async () => {

@@ -13,8 +13,8 @@ import {
   activeDevices,
   currentDevicesVersion,
   deviceKey,
-  hasUncollectedDevices,
   listDevices,
+  uncollectedDevices,
   type ActiveDevice,
   type Device,
 } from './store.ts';
@@ -117,20 +117,18 @@ export class DeviceRegistry {
     return collected;
   }
 
-  /**
-   * At start-up: pairing requests live in memory, so a device approved in an earlier run whose token
-   * was never collected can never be; it is revoked, as its request's expiry would have. Logs instead
-   * of throwing: the service runs on without it (those tokens never left the server).
-   */
-  async revokeUncollected(): Promise<void> {
-    try {
-      if (!hasUncollectedDevices(this.db)) return;
-      const revoked = await this.committer.write('revokeUncollected', { at: this.now() });
-      this.load(); // read again now, with the version this revocation moved: the watcher need not
-      for (const id of revoked) this.log.info('pairing.uncollected_revoked', { device: id, reason: 'restart' });
-    } catch (error) {
-      this.log.error('pairing.revoke_failed', { reason: (error as Error).message });
-    }
+  /** The ids of the active devices whose car has not collected the token yet. */
+  uncollected(): string[] {
+    return uncollectedDevices(this.db);
+  }
+
+  /** Revokes every active device whose car has not collected the token and stops accepting those; answers their ids. */
+  async revokeUncollected(): Promise<string[]> {
+    const revoked = await this.committer.write('revokeUncollected', { at: this.now() });
+    for (const id of revoked) this.remove(id);
+    // Read again now, with the version this revocation moved, so the watcher need not; a failed read is the watcher's to retry.
+    this.tryReading(() => this.load());
+    return revoked;
   }
 
   /** Records that a device was seen; writes `lastSeenAt` at most once a minute, off the request path. */
@@ -156,10 +154,17 @@ export class DeviceRegistry {
 
   /** Runs on the watcher's timer, so it logs a failure instead of throwing it (that would end the process). */
   reloadIfChanged(): void {
-    try {
+    this.tryReading(() => {
       if (currentDevicesVersion(this.db) === this.devicesVersion) return;
       this.load();
       this.log.info('devices.reloaded', { active: this.byHash.size });
+    });
+  }
+
+  /** Reads the devices, logging a failure instead of throwing it: the watcher's next check reads again. */
+  private tryReading(read: () => void): void {
+    try {
+      read();
     } catch (error) {
       this.log.error('devices.reload_failed', { reason: (error as Error).message });
     }

@@ -94,9 +94,9 @@ const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
     .all({ at })
     .map((row) => row.id);
 
-/** Whether some active device still awaits its collection (a read: most starts then need no write). */
-export function hasUncollectedDevices(db: Database): boolean {
-  return db.query(`SELECT 1 FROM devices WHERE ${UNCOLLECTED} LIMIT 1`).get() !== null;
+/** The ids of the active devices still awaiting their collection (a read: most starts then need no write). */
+export function uncollectedDevices(db: Database): string[] {
+  return db.query<{ id: string }, []>(`SELECT id FROM devices WHERE ${UNCOLLECTED}`).all().map((row) => row.id);
 }
 
 export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };

@@ -1,7 +1,7 @@
 /**
  * Open pairing requests, in memory only (they do not survive a restart), modelled on the OAuth 2.0
  * device authorization grant (RFC 8628): pending → approving → approved → collected once, or denied, or
- * expired.
+ * expired. The devices a restart leaves uncollected are revoked at the next start (`revokeLeftovers`).
  */
 import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
 import { messages, tooManyRequests } from '../http/errors.ts';
@@ -39,8 +39,8 @@ export type PollAnswer =
   | { status: 'pending' | 'denied' | 'expired' }
   | { status: 'approved'; token: string; deviceId: string; installationId: string };
 
-/** Why a request was closed before its car collected it. */
-type CloseReason = 'expired' | 'replaced';
+/** Why a request was closed before its car collected it: a restart closes every request, as they live in memory. */
+type CloseReason = 'expired' | 'replaced' | 'restart';
 
 export class PairingBook {
   private readonly byId = new Map<string, PairingRequest>();
@@ -200,9 +200,9 @@ export class PairingBook {
   private async revoke(deviceId: string, reason: CloseReason): Promise<void> {
     try {
       await this.devices.revoke(deviceId);
-      this.log.info('pairing.uncollected_revoked', { device: deviceId, reason });
+      logRevoked(this.log, deviceId, reason);
     } catch (error) {
-      this.log.error('pairing.revoke_failed', { device: deviceId, reason: (error as Error).message });
+      logRevokeFailed(this.log, deviceId, error);
     }
   }
 
@@ -218,4 +218,27 @@ export class PairingBook {
     while (this.byCode.has(code)) code = this.drawUserCode();
     return code;
   }
+}
+
+/**
+ * At start-up: a device approved in an earlier run whose token was never collected can never be, its
+ * request being lost with the restart; it is revoked, as its request's expiry would have. A failed
+ * revocation is logged, not thrown: the service runs on (those tokens never left the server) and the
+ * next start tries again. The devices are read at once, as `load()` reads them: a failed read refuses the start.
+ */
+export function revokeLeftovers(devices: DeviceRegistry, log: Logger): Promise<void> {
+  const leftovers = devices.uncollected();
+  if (leftovers.length === 0) return Promise.resolve();
+  return devices.revokeUncollected().then(
+    (revoked) => revoked.forEach((device) => logRevoked(log, device, 'restart')),
+    (error: unknown) => leftovers.forEach((device) => logRevokeFailed(log, device, error)),
+  );
+}
+
+function logRevoked(log: Logger, device: string, reason: CloseReason): void {
+  log.info('pairing.uncollected_revoked', { device, reason });
+}
+
+function logRevokeFailed(log: Logger, device: string, error: unknown): void {
+  log.error('pairing.revoke_failed', { device, reason: (error as Error).message });
 }
