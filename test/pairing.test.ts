@@ -495,6 +495,7 @@ describe('the /pair page', () => {
     expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'pending' });
     await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);
     await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    expect(service.log.lines).toContainEqual(expect.stringContaining(`warn pairing.wrong_password installation=${INSTALLATION}`));
     const put = await service.request('PUT', '/pair', { token: null });
     await expectPage(put, 405);
     expect(put.headers.get('allow')).toBe('GET, POST');
@@ -504,6 +505,18 @@ describe('the /pair page', () => {
     const locked = await decide(service, started.userCode, 'approve');
     await expectPage(locked, 429);
     expect(locked.headers.get('retry-after')).toBe('60');
+  });
+
+  test('a failure is a page saying only that something went wrong; the log has its detail', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    service.pairing!.book.find = () => {
+      throw new Error('boom');
+    };
+    const failed = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 500);
+    expect(failed).toContain('Something went wrong');
+    expect(failed).not.toContain('boom');
+    expect(service.log.lines).toContainEqual(expect.stringContaining('error pairing.page_failed error="Error: boom"'));
   });
 
   test('the code is accepted in any case, with or without the dash', async () => {

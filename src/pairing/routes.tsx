@@ -88,7 +88,7 @@ function pageRoutes({ book, lock, bodyBounds, log }: Omit<PairingDeps, 'config'>
 
   /** The answer to a wrong password: the approval page with the tries left, or the lockout it began. */
   const wrongPasswordPage = (pairing: PairingRequest) => {
-    log.warn('pair.wrong_password', { installation: pairing.installationId });
+    log.warn('pairing.wrong_password', { installation: pairing.installationId });
     const seconds = lock.retryAfterSeconds();
     return seconds > 0
       ? lockoutPage(403, WRONG_PASSWORD_TITLE, seconds, backToCar(pairing.userCode))
@@ -184,7 +184,7 @@ async function answerOf(handle: PageHandler, request: Request, log: Logger): Pro
       // The error's headers too: `Connection: close` stops an oversized upload still arriving.
       return pageAnswer(400, <MessagePage {...formNotAccepted(error.message)} />, error.headers);
     }
-    log.error('pair.page_failed', { error: describeError(error) });
+    log.error('pairing.page_failed', { error: describeError(error) });
     return pageAnswer(500, <MessagePage {...SOMETHING_WENT_WRONG} />);
   }
 }
