@@ -730,8 +730,8 @@ describe('a revocation still being saved', () => {
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-a', installationId, token: 't'.repeat(43) }),
       revoke: (id: string) => new Promise<null>(() => void revoking.push(id)), // never settles
-      collected: async () => true,
-    } as unknown as DeviceRegistry;
+      markCollected: async () => true,
+    } satisfies Partial<DeviceRegistry> as unknown as DeviceRegistry;
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const approved = await book.start(INSTALLATION, 'MG4');
     expect(await book.decide(approved, 'approve')).toBe('approved');
@@ -768,9 +768,9 @@ describe('a collection still being saved', () => {
     const revoked: string[] = [];
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-c', installationId, token: 't'.repeat(43) }),
-      revoke: async (id: string) => void revoked.push(id),
-      collected: () => new Promise<boolean>((resolve, reject) => void saves.push({ resolve: () => resolve(true), reject })),
-    } as unknown as DeviceRegistry;
+      revoke: async (id: string) => (revoked.push(id), null),
+      markCollected: () => new Promise<boolean>((resolve, reject) => void saves.push({ resolve: () => resolve(true), reject })),
+    } satisfies Partial<DeviceRegistry> as unknown as DeviceRegistry;
     const log = createMemoryLogger();
     const book = new PairingBook(registry, log, now);
     const request = await book.start(INSTALLATION, 'MG4');
@@ -835,8 +835,8 @@ describe('an approval still being saved', () => {
     const registry = {
       pair: (installationId: string, name: string | null) =>
         new Promise<PairedDevice>((resolve) => (commit = () => resolve({ id: 'device-1', installationId, token: 't'.repeat(43) }))),
-      revoke: async (id: string) => void revoked.push(id),
-    };
+      revoke: async (id: string) => (revoked.push(id), null),
+    } satisfies Partial<DeviceRegistry>;
     return { registry: registry as unknown as DeviceRegistry, commit: () => commit(), revoked };
   }
 

@@ -110,7 +110,7 @@ export class DeviceRegistry {
    * Records that the car has collected the device's token; the token must not leave before this commits.
    * False when the device was revoked meanwhile: its token must not leave at all.
    */
-  async collected(deviceId: string): Promise<boolean> {
+  async markCollected(deviceId: string): Promise<boolean> {
     const collected = await this.committer.write('markCollected', { id: deviceId });
     // On disk before the token leaves, even with DURABILITY=fast: a power cut must not unpair a car holding it.
     if (collected) await this.committer.flush();

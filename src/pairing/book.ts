@@ -180,7 +180,7 @@ export class PairingBook {
     const collection: Collection = { closedFor: null };
     standing.collection = collection;
     try {
-      return await this.devices.collected(standing.device.id);
+      return await this.devices.markCollected(standing.device.id);
     } catch (error) {
       if (collection.closedFor) await this.revoke(standing.device.id, collection.closedFor);
       throw error;
