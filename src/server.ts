@@ -95,26 +95,29 @@ function stopOnce(server: Listener, service: Service, storage: Storage, log: Log
 }
 
 /** What `exitWhenStopped` needs of the process; a seam for tests. */
-export type ProcessControl = Pick<NodeJS.Process, 'once' | 'exit'>;
+export type ProcessControl = Pick<NodeJS.Process, 'on' | 'exit'>;
 
 /**
  * Ends the process once the server has stopped: exit 0 after SIGTERM or SIGINT; 1 when its writer
  * died (it can no longer store anything: a supervisor's `Restart=on-failure` starts it again) or the
- * stop failed.
+ * stop failed. A second signal joins the stop under way (SIGKILL ends it at once).
  */
 export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
   // Read when the stop ends: a writer failing during a stop a signal began still exits 1.
   let writerFailed = false;
+  let exiting: Promise<void> | null = null;
   const exitAfterStop = () =>
-    running.stop().then(
+    (exiting ??= running.stop().then(
       () => host.exit(writerFailed ? 1 : 0),
       (error: Error) => {
         log.error('stop.failed', { reason: error.message });
         host.exit(1);
       },
-    );
-  host.once('SIGTERM', exitAfterStop);
-  host.once('SIGINT', exitAfterStop);
+    ));
+  // Kept, not once: a second Ctrl-C, or a supervisor signalling the whole process group, must not end
+  // the process by the signal's default action and cut the requests the first signal lets finish.
+  host.on('SIGTERM', exitAfterStop);
+  host.on('SIGINT', exitAfterStop);
   running.fatal.then(() => {
     writerFailed = true;
     return exitAfterStop();

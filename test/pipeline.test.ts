@@ -252,15 +252,23 @@ test('a port already in use, or a host that is none, refuses the start with one 
   }
 });
 
-/** A stand-in for the process in `exitWhenStopped`: its signal listeners and the exit codes asked for. */
+/**
+ * A stand-in for the process in `exitWhenStopped`: `signal` delivers one as the kernel would (to the
+ * listener, removed first if it was added `once`; with none, the default action ends the process).
+ */
 function processStandIn() {
-  const listeners = new Map<string, () => void>();
+  const listeners = new Map<string, { listener: () => void; once: boolean }>();
   const exits: number[] = [];
-  const host = {
-    once: (signal: string, listener: () => void) => (listeners.set(signal, listener), host),
-    exit: (code?: number) => void exits.push(code ?? 0),
-  } as unknown as ProcessControl;
-  return { host, listeners, exits };
+  const killedBy: string[] = [];
+  const add = (once: boolean) => (name: string, listener: () => void) => (listeners.set(name, { listener, once }), host);
+  const host = { on: add(false), once: add(true), exit: (code?: number) => void exits.push(code ?? 0) } as unknown as ProcessControl;
+  const signal = (name: string) => {
+    const added = listeners.get(name);
+    if (!added) return void killedBy.push(name);
+    if (added.once) listeners.delete(name);
+    added.listener();
+  };
+  return { host, signal, exits, killedBy };
 }
 
 test("a writer that dies settles the server's fatal promise, logs writer.failed, and the server stops and exits 1", async () => {
@@ -284,13 +292,12 @@ test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0'
   const log = createMemoryLogger();
   const syncs = heldSyncs();
   const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
-  const { host, listeners, exits } = processStandIn();
+  const { host, signal, exits } = processStandIn();
   exitWhenStopped(running, log, host);
   try {
-    const body = { installationId: INSTALLATION, samples: [{ utc: Math.floor(Date.now() / 1000) - 60, soc: 50 }] };
-    const posted = overSocket(running).request('POST', '/v1/telemetry', { body });
+    const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
     await waitUntil(() => syncs.calls.length > 0);
-    listeners.get('SIGTERM')!();
+    signal('SIGTERM');
     syncs.calls[0]!.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
     expect((await posted).status).toBe(500);
     await waitUntil(() => exits.length > 0);
@@ -307,9 +314,9 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
     const log = createMemoryLogger();
     const running = await serve(testConfig(tempDir()), log);
     try {
-      const { host, listeners, exits } = processStandIn();
+      const { host, signal: deliver, exits } = processStandIn();
       exitWhenStopped(running, log, host);
-      listeners.get(signal)!();
+      deliver(signal);
       await waitUntil(() => exits.length > 0);
       expect(exits).toEqual([0]);
       expect(log.lines.at(-1)).toContain(' info stopped ');
@@ -318,6 +325,36 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
     }
   }
 });
+
+test('a second SIGTERM or SIGINT during the stop joins it: the request in flight is still answered, and the exit is 0, once', async () => {
+  const log = createMemoryLogger();
+  const syncs = heldSyncs();
+  const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
+  const { host, signal, exits, killedBy } = processStandIn();
+  exitWhenStopped(running, log, host);
+  try {
+    const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
+    await waitUntil(() => syncs.calls.length > 0);
+    signal('SIGTERM');
+    signal('SIGTERM'); // the process group signalled too, say
+    signal('SIGINT');
+    expect(killedBy).toEqual([]);
+    syncs.calls[0]!.finish();
+    expect((await posted).status).toBe(200);
+    await waitUntil(() => exits.length > 0);
+    await Bun.sleep(20); // a second exit would have been asked for by now
+    expect(exits).toEqual([0]);
+    expect(log.lines.filter((line) => line.includes(' info stopping'))).toHaveLength(1);
+  } finally {
+    syncs.release();
+    await running.stop();
+  }
+});
+
+/** A telemetry batch of one sample a minute old. */
+function oneSampleBatch() {
+  return { installationId: INSTALLATION, samples: [{ utc: Math.floor(Date.now() / 1000) - 60, soc: 50 }] };
+}
 
 describe('a Host header no URL can hold, on a listening server with pairing on', () => {
   let running: Running;
