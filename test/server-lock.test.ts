@@ -101,7 +101,7 @@ test('a lock file the server cannot write refuses the start instead of leaving i
   try {
     const refused = await refusedStart(config);
     expect(refused).toBeInstanceOf(StorageError);
-    expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${lockPath} must be writable (EPERM)`);
+    expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${lockPath} must be readable and writable (EPERM)`);
   } finally {
     undo();
   }

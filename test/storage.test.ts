@@ -10,6 +10,7 @@ import { createPrivateFile, createPrivateFolders } from '../src/db/private-file.
 import { pendingSamplesReader } from '../src/planner/store.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { openStorage } from '../src/db/storage.ts';
+import { WalSync } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
 import { tokenHash } from '../src/devices/token.ts';
@@ -82,20 +83,25 @@ test('a database file or folder it cannot write is refused with one line naming 
   }
 });
 
-test('a WAL the server cannot open to sync is refused naming DATABASE_PATH', async () => {
+test.each(['-wal', '-shm'])('a %s the server cannot read and write (a server run as another user left it) is refused naming it', async (suffix) => {
   const path = join(tempDir(), 'ev.db');
   expect(await refusal(path)).toBeNull();
   const holder = new Database(path); // keeps a WAL in place, as a crash would leave it
   holder.run('CREATE TABLE kept (x)');
-  const undo = immutable(`${path}-wal`);
+  const undo = immutable(`${path}${suffix}`);
   try {
     expect(await refusal(path)).toBe(
-      `DATABASE_PATH ${path} cannot be used: cannot open the WAL ${path}-wal to sync it: EPERM: operation not permitted, open '${path}-wal'`,
+      `DATABASE_PATH ${path} cannot be used: the file ${path}${suffix} must be readable and writable (EPERM); give it the database file's owner, never delete it: a -wal holds answered writes`,
     );
   } finally {
     undo();
     holder.close();
   }
+});
+
+test('a WAL that cannot be opened to sync is refused naming it', () => {
+  const walPath = join(tempDir(), 'gone.db-wal');
+  expect(() => new WalSync(walPath)).toThrow(new StorageError(`cannot open the WAL ${walPath} to sync it: ENOENT: no such file or directory, open '${walPath}'`));
 });
 
 test('a database a newer ev-ingest migrated is refused by the server and the devices command with one line, and left as it was', async () => {

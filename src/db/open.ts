@@ -68,12 +68,17 @@ function assertWritable(path: string): void {
   }
   const fileRefused = exists ? writeRefusal(file) : undefined;
   if (fileRefused) throw unusableDatabase(path, `the file ${file} must be writable (${fileRefused})`);
+  // Left by a server run as another user (root, once): SQLite would say only `unable to open database file`.
+  for (const beside of [`${file}-wal`, `${file}-shm`]) {
+    const refused = existsSync(beside) ? writeRefusal(beside, 'and read') : undefined;
+    if (refused) throw unusableDatabase(path, `the file ${beside} must be readable and writable (${refused}); give it the database file's owner, never delete it: a -wal holds answered writes`);
+  }
 }
 
-/** Why this process may not write `path` (EACCES, EROFS, EPERM), or undefined when it may. */
-export function writeRefusal(path: string): string | undefined {
+/** Why this process may not write (`and read`: nor read) `path` (EACCES, EROFS, EPERM), or undefined when it may. */
+export function writeRefusal(path: string, andRead?: 'and read'): string | undefined {
   try {
-    accessSync(path, constants.W_OK);
+    accessSync(path, andRead ? constants.R_OK | constants.W_OK : constants.W_OK);
     return undefined;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code ?? 'error';

@@ -30,9 +30,10 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
     if (taker === 'migrating command' && !existsSync(lockPath)) return { release: () => {} }; // no server ran since
     // Private, as the database beside it. Opening it here is safe: no lock is held on a file that did not exist.
     createPrivateFileIfAbsent(lockPath);
+    // Before opening: SQLite opens a file it cannot write read-only (taking no lock) and one it cannot read not at all.
+    const refused = writeRefusal(lockPath, 'and read');
+    if (refused) throw unusableDatabase(databasePath, `its lock file ${lockPath} must be readable and writable (${refused})`);
     lock = new Database(lockPath, { create: true });
-    const refused = writeRefusal(lockPath);
-    if (refused) throw unusableDatabase(databasePath, `its lock file ${lockPath} must be writable (${refused})`);
     lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
     lock.run('PRAGMA journal_mode = MEMORY'); // nothing is written: no -journal file beside it
     // Held open until release: the exclusive lock on the (empty) file is taken now and kept.
