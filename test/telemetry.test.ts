@@ -148,6 +148,21 @@ describe('storing', () => {
     );
   });
 
+  test("a batch whose first sample has only soc stores the later samples' other fields, text included, value for value", async () => {
+    const samples = [
+      { utc: UTC, soc: 50 },
+      { utc: UTC + 1, soc: 51, speed: 88, is_charging: true, car_model: 'mg:mg4' },
+      { utc: UTC + 2, power: -12.5, lat: 41.01, lon: 28.97 },
+    ];
+    const { body, rows } = await postSamples(samples);
+    expect(body).toEqual({ stored: 3, droppedCount: 0, dropped: [] });
+    expect(rows.map(({ utc, soc, speed, power, lat, lon, is_charging, car_model }) => ({ utc, soc, speed, power, lat, lon, is_charging, car_model }))).toEqual([
+      { utc: UTC, soc: 50, speed: null, power: null, lat: null, lon: null, is_charging: null, car_model: null },
+      { utc: UTC + 1, soc: 51, speed: 88, power: null, lat: null, lon: null, is_charging: 1, car_model: 'mg:mg4' },
+      { utc: UTC + 2, soc: null, speed: null, power: -12.5, lat: 41.01, lon: 28.97, is_charging: null, car_model: null },
+    ]);
+  });
+
   test('a re-sent batch whose copies lie inside a later statement: new samples added, copies rewritten, none doubled', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
