@@ -308,6 +308,24 @@ describe('dropping values', () => {
       1,
     ],
     ['a string of 41 characters in 82 UTF-16 units, cut', [{ utc: UTC, soc: '🚗'.repeat(41), speed: 5 }], [`samples[0].soc: "${'🚗'.repeat(40)}"… is not a number`], 1],
+    [
+      'a string of exactly 40 characters, quoted whole; of 41, cut',
+      [{ utc: UTC, soc: 'v'.repeat(40), power: 'w'.repeat(41), speed: 5 }],
+      [`samples[0].soc: "${'v'.repeat(40)}" is not a number`, `samples[0].power: "${'w'.repeat(40)}"… is not a number`],
+      1,
+    ],
+    [
+      'a value whose JSON is exactly 40 characters, quoted whole; of 41, cut',
+      [{ utc: UTC, soc: { a: 'x'.repeat(32) }, power: { a: 'y'.repeat(33) }, speed: 5 }],
+      [`samples[0].soc: {"a":"${'x'.repeat(32)}"} is not a number`, `samples[0].power: {"a":"${'y'.repeat(33)}"… is not a number`],
+      1,
+    ],
+    [
+      'an unknown key of exactly 40 characters, shown as .key; of 41, quoted and cut',
+      [{ utc: UTC, ['k'.repeat(40)]: 1, ['m'.repeat(41)]: 1, speed: 5 }],
+      [`samples[0].${'k'.repeat(40)}: unknown field`, `samples[0]["${'m'.repeat(40)}"…]: unknown field`],
+      1,
+    ],
     ['text with a lone surrogate, which would be stored changed', [{ utc: UTC, car_model: '\ud800x', speed: 5 }], ['samples[0].car_model: "\\ud800x" is not well-formed text'], 1],
     ['a sample that is not an object', [{}, {}, {}, {}, {}, {}, {}, 42].map(fill), ['samples[7]: not an object'], 7],
     ['a null or array sample', [null, [UTC]], ['samples[0]: not an object', 'samples[1]: not an object'], 0],
@@ -373,6 +391,12 @@ describe('dropping values', () => {
     });
     expect(rowsOf(arrays).map((row) => [row.utc, row.speed])).toEqual([[UTC, 5]]);
     expect(rowsOf(objects).map((row) => [row.utc, row.speed])).toEqual([[UTC, 6]]);
+  });
+
+  test('text of 1 character (the shortest the contract allows) is stored, not dropped', async () => {
+    const result = await postSamples([{ utc: UTC, car_model: 'X' }]);
+    expect(result.body).toEqual({ stored: 1, droppedCount: 0, dropped: [] });
+    expect(result.rows.map((row) => [row.utc, row.car_model])).toEqual([[UTC, 'X']]);
   });
 
   test('a dropped value leaves the rest of its sample stored', async () => {
