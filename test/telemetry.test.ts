@@ -335,6 +335,21 @@ describe('dropping values', () => {
     ['a utc that is not whole', [{ utc: UTC + 0.5, soc: 50 }], [`samples[0]: utc ${UTC + 0.5} is not an integer`], 0],
     ['a utc before 2000', [{ utc: 946_684_799, soc: 50 }], ['samples[0]: utc 946684799 is before 2000-01-01'], 0],
     ['a utc in milliseconds', [{ utc: 1_764_080_005_000, soc: 50 }], ['samples[0]: utc 1764080005000 is in the future (milliseconds instead of seconds?)'], 0],
+    [
+      'a utc in milliseconds of the latest second usable, hinted; one millisecond later, not',
+      [{ utc: (NOW_S + 300) * 1000 + 999, soc: 50 }, { utc: (NOW_S + 301) * 1000, soc: 50 }],
+      [
+        `samples[0]: utc ${(NOW_S + 300) * 1000 + 999} is in the future (milliseconds instead of seconds?)`,
+        `samples[1]: utc ${(NOW_S + 301) * 1000} is in the future`,
+      ],
+      0,
+    ],
+    [
+      'a utc in milliseconds of 2000-01-01T00:00:00Z, hinted; one millisecond earlier, not',
+      [{ utc: 946_684_800_000, soc: 50 }, { utc: 946_684_799_999, soc: 50 }],
+      ['samples[0]: utc 946684800000 is in the future (milliseconds instead of seconds?)', 'samples[1]: utc 946684799999 is in the future'],
+      0,
+    ],
     ['a utc far in the future, not milliseconds', [{ utc: 99_999_999_999, soc: 50 }], ['samples[0]: utc 99999999999 is in the future'], 0],
     ['a sample with nothing usable', [{}, {}, {}, {}, {}, { utc: UTC + 5 }].map(fill), ['samples[5]: no usable values'], 5],
     ['a sample whose only values are unusable', [{ utc: UTC, soc: -1, bar: 2 }], ['samples[0].soc: -1 is out of range 0..100', 'samples[0].bar: unknown field', 'samples[0]: no usable values'], 0],
