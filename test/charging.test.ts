@@ -155,6 +155,8 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
     ['pricePerKwh', { pricePerKwh: -0.01 }, 'pricePerKwh is out of range 0..1000000'],
     ['totalCost', { totalCost: 1e9 + 1 }, 'totalCost is out of range 0..1000000000'],
     ['startSocPercent', { startSocPercent: '12' }, 'startSocPercent must be a finite number'],
+    ['startSocPercent over 100', { startSocPercent: 100.5 }, 'startSocPercent is out of range 0..100'],
+    ['startSocPercent negative', { startSocPercent: -0.5 }, 'startSocPercent is out of range 0..100'],
     ['endSocPercent', { endSocPercent: 100.5 }, 'endSocPercent is out of range 0..100'],
     ['lastPower', { lastPower: -1000.5 }, 'lastPower is out of range -1000..1000'],
     ['curveIntervalMs', { curveIntervalMs: 86_400_001 }, 'curveIntervalMs is out of range 0..86400000'],
