@@ -114,6 +114,17 @@ describe('POST /v1/pair/start', () => {
     expect([...letters].sort().join('')).toBe(CONTRACT_ALPHABET);
   });
 
+  test('a code drawn again while its request is open is drawn anew: the owner typing it still reaches the first car', async () => {
+    const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC'];
+    const registry = {} satisfies Partial<DeviceRegistry> as unknown as DeviceRegistry; // starting a request saves nothing
+    const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
+    const first = await book.start(INSTALLATION, 'MG4');
+    const second = await book.start(OTHER_INSTALLATION, 'ID.3');
+    expect([first.userCode, second.userCode]).toEqual(['BBBBBBBB', 'CCCCCCCC']);
+    expect(book.find('BBBBBBBB')).toBe(first);
+    expect(book.find('CCCCCCCC')).toBe(second);
+  });
+
   test('answers a secret pairing id, a user code, the approval URL, 600 s and 5 s', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION, 'MG4');
