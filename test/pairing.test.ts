@@ -915,6 +915,25 @@ describe('an approval still being saved', () => {
     expect(revoked).toEqual(['device-1']);
   });
 
+  test('an approval whose save fails leaves the request pending: the page offers Approve and Deny again, and a second approval pairs the car', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const { pair } = service.devices;
+    service.devices.pair = async () => {
+      service.devices.pair = pair; // once
+      throw new Error('disk full');
+    };
+    expect(await expectPage(await decide(service, started.userCode, 'approve'), 500)).toContain('Something went wrong');
+    expect(service.log.lines).toContainEqual(expect.stringContaining('error pairing.page_failed error="Error: disk full"'));
+    expect(deviceRows()).toEqual([]);
+    const again = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+    expect(again).toContain('<h1>Approve this car?</h1>');
+    expect(again).toContain('<button type="submit" name="decision" value="approve">Approve</button>');
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
+    expect(await expectPage(await decide(service, started.userCode, 'approve'), 200)).toContain('<h1>Car approved</h1>');
+    expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'approved', installationId: INSTALLATION });
+  });
+
   test('the /pair page shows "Being approved" to a look and to a second decision meanwhile, then the outcome', async () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
