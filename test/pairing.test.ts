@@ -583,6 +583,9 @@ describe('the /pair page', () => {
   });
 });
 
+/** The page's notice, or null when it has none. */
+const noticeOf = (html: string) => /<p class="notice" role="alert">([^<]*)<\/p>/.exec(html)?.[1] ?? null;
+
 describe('approval lockout', () => {
   test('five wrong passwords lock every password check for 60 s, the right one included', async () => {
     await start();
@@ -625,8 +628,6 @@ describe('approval lockout', () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     const warning = '<p id="lockout" class="hint">5 wrong passwords in a row lock the approval password for 60 seconds.</p>';
-    /** The page's notice, or null when it has none. */
-    const noticeOf = (html: string) => /<p class="notice" role="alert">([^<]*)<\/p>/.exec(html)?.[1] ?? null;
     const wrong = async () => expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
     const approval = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
     expect([approval.includes(warning), noticeOf(approval)]).toEqual([true, null]);
@@ -708,6 +709,17 @@ describe('approval lockout', () => {
     // A form any web page could post: it guesses nothing.
     for (let i = 0; i < 3; i += 1) expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
     expect((await decide(service, started.userCode, 'deny')).status).toBe(200);
+  });
+
+  test('a lockout starts the count again: once it ends, one wrong password leaves 4 tries, and the right one passes', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    for (let i = 0; i < 5; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(429);
+    clock += 60_000;
+    const wrong = await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    expect(noticeOf(wrong)).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
+    expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   });
 });
 
