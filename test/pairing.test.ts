@@ -721,6 +721,14 @@ describe('approval lockout', () => {
     expect(noticeOf(wrong)).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   });
+
+  test('forms without a password use up no tries: a wrong password after five of them leaves 4', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    for (let i = 0; i < 5; i += 1) expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
+    const wrong = await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
+    expect(noticeOf(wrong)).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
+  });
 });
 
 describe('a paired token', () => {
