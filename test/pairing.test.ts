@@ -729,6 +729,23 @@ describe('approval lockout', () => {
     const wrong = await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
     expect(noticeOf(wrong)).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
   });
+
+  test("the lockout's Retry-After rounds up to whole seconds: half a second before its end it says 1, and it ends at 60 s, not before", async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    for (let i = 0; i < 5; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    const lockedAt = clock;
+    const right = async () => {
+      const response = await decide(service, started.userCode, 'approve');
+      return [response.status, response.headers.get('retry-after')];
+    };
+    clock = lockedAt + 59_500;
+    expect(await right()).toEqual([429, '1']);
+    clock = lockedAt + 59_999;
+    expect(await right()).toEqual([429, '1']);
+    clock = lockedAt + 60_000;
+    expect(await right()).toEqual([200, null]);
+  });
 });
 
 describe('a paired token', () => {
