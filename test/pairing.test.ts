@@ -561,6 +561,19 @@ describe('the /pair page', () => {
     expect(await (await decide(service, started.userCode, 'approve')).text()).not.toContain('<script');
   });
 
+  test('a code is refused from the exact millisecond its request expires, as the poll refuses it, before any poll or sweep', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const look = () => service.request('GET', `/pair?code=${started.userCode}`, { token: null });
+    clock += 10 * MINUTE - 1;
+    expect(await expectPage(await look(), 200)).toContain('<h1>Approve this car?</h1>');
+    clock += 1;
+    expect(await expectPage(await look(), 404)).toContain('This code is not open: it has expired');
+    expect(await expectPage(await decide(service, started.userCode, 'approve'), 404)).toContain('This code is not open: it has expired');
+    expect(deviceRows()).toEqual([]);
+    expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+  });
+
   test('a code that is not open comes back in the field as typed: trimmed, cut to the field, escaped', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
