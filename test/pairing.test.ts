@@ -2,6 +2,7 @@ import { afterEach, describe, expect, jest, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { createHash } from 'node:crypto';
 import { tokenHash } from '../src/devices/token.ts';
+import { bearerToken } from '../src/http/auth.ts';
 import { pairingBodyBounds } from '../src/http/body.ts';
 import { limits } from '../src/limits.ts';
 import type { Committer } from '../src/db/committer.ts';
@@ -707,6 +708,10 @@ describe('approval lockout', () => {
     }
     for (let i = 0; i < 10; i += 1) expect((await devices(null)).status).toBe(401);
     expect((await devices(null, { authorization: 'Basic b3duZXI6cGFzc3dvcmQ=' })).status).toBe(401); // credentials a URL gives a browser
+    // The scheme without a token: a header's trailing space is trimmed on the way in (it arrives as `Bearer`),
+    // so only a direct caller can hand bearerToken an empty token; that presents no password either.
+    expect((await devices(null, { authorization: 'Bearer ' })).status).toBe(401);
+    expect(bearerToken('Bearer ')).toBeNull();
     expect((await devices(WRONG_PASSWORD)).status).toBe(401); // the fifth wrong password
     expect((await devices(PASSWORD)).status).toBe(429);
     expect((await devices(null)).status).toBe(429);
