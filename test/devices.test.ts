@@ -96,6 +96,33 @@ describe('POST /v1/devices/{id}/revoke', () => {
     expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
   });
 
+  test('the token is refused as soon as the revocation is asked, while its write still waits to commit', async () => {
+    const service = await start();
+    const { token, deviceId } = await pairDevice(service, INSTALLATION);
+    const history = async () => answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token }));
+    expect((await history()).status).toBe(200);
+    const { committer } = service.storage;
+    const write = committer.write.bind(committer);
+    const writes: string[] = [];
+    committer.write = (op, args) => (writes.push(op), write(op, args));
+    const holder = openDatabase(service.config.databasePath, 'full'); // holds the write lock: the revocation cannot commit yet
+    holder.run('BEGIN IMMEDIATE');
+    const release = () => holder.inTransaction && holder.run('COMMIT');
+    try {
+      let answered = false;
+      const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
+      await waitUntil(() => writes.includes('revokeDevice'));
+      expect(await history()).toEqual({ status: 401, body: { error: 'unauthorized' } });
+      expect(answered).toBe(false);
+      release();
+      expect((await revoking).status).toBe(200);
+      expect(await history()).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    } finally {
+      release(); // a failed expectation must not leave the revocation waiting on the lock
+      holder.close();
+    }
+  });
+
   test('a device id in capitals names the same device', async () => {
     const service = await start();
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
