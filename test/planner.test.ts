@@ -264,6 +264,21 @@ test('a 400 gives the sample up and the next sample is still sent', async () => 
   expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=1`))).toBe(true);
 });
 
+test('a 400 after a retry ends the backoff: the planner answered, so the next sample is sent without a wait', async () => {
+  const fake = planner((_, index) => [{ status: 500 }, { status: 400 }][index] ?? {});
+  const backoffs: number[] = [];
+  const target = await service(forwarding(fake), { timers: fastTimers(backoffs) });
+  await forward(target, INSTALLATION, samplesAt(T0, T0 + 1));
+
+  expect(fake.utcsOf(TOKEN)).toEqual([T0, T0, T0 + 1]);
+  expect(backoffs).toEqual([750]); // before T0's second attempt only, none before T0 + 1
+  expect(states(target, INSTALLATION)).toEqual([
+    [T0, PlannerState.givenUp],
+    [T0 + 1, PlannerState.sent],
+  ]);
+  expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=2`))).toBe(true);
+});
+
 test('a redirect is not followed, so the key and token go nowhere else: the sample is given up', async () => {
   const elsewhere = planner();
   const fake = planner(() => ({ status: 307, headers: { location: elsewhere.url } }));
