@@ -160,12 +160,24 @@ test('a sample is sent as the contract says: form fields, usable values only, fl
 });
 
 test('at most 8 requests are at the planner at once over all installations', async () => {
-  // Held long enough that the requests surely overlap on a loaded machine.
-  const fake = planner(() => ({ delayMs: 150 }));
-  const target = await service(forwarding(fake));
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  // Every request is held until the test has counted those at the planner; once released, all are answered at once.
+  const fake = planner(() => ({ until: held }));
+  const target = await service(forwarding(fake), { timers: heldRequestTimers() });
+  cleanups.push(release); // before the service closes: its close waits for the held requests
+  const sent = spyOn(globalThis, 'fetch'); // the forwarder's requests, counted as it sends them
+  cleanups.push(() => sent.mockRestore());
   const installations = Array.from({ length: 12 }, (_, i) => installationNumbered(i));
   for (const id of installations) seedPending(target, id, samplesAt(T0 + 3, T0 + 1, T0 + 2));
   for (const id of installations) target.planner.recheck(id);
+  // Every loop has read its outbox and, once that is on disk, sent its first request or waits for a slot.
+  await waitUntil(() => target.planner.stats.outboxReads === installations.length);
+  await target.storage.committer.durable();
+  await Bun.sleep(0);
+  await waitUntil(() => fake.requests.length === sent.mock.calls.length); // what was sent has reached the planner
+  expect([fake.holding, fake.requests.length]).toEqual([8, 8]); // the contract's limit, reached and not passed
+  release();
   await target.planner.idle();
 
   expect(fake.requests).toHaveLength(36);
