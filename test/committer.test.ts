@@ -7,7 +7,7 @@ import { commitGroup, type WriteOp } from '../src/db/group.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { openStorage, type Storage } from '../src/db/storage.ts';
-import { tempDir } from './support.ts';
+import { tempDir, within } from './support.ts';
 
 const device = (n: number) => ({
   id: `device-${n}`,
@@ -24,7 +24,7 @@ async function storageIn(dir = tempDir()) {
   return storage;
 }
 afterEach(async () => {
-  await Promise.all(open.splice(0).map((storage) => storage.close()));
+  await Promise.all(open.splice(0).map((storage) => within(storage.close(), 'closing the storage')));
 });
 
 const countDevices = (db: Database) => db.query<{ n: number }, []>('SELECT count(*) AS n FROM devices').get()!.n;
@@ -121,8 +121,8 @@ test('a writer that dies fails what it held and every later write, and close() s
   await storage.committer.write('insertDevice', device(1));
   const pending = storage.committer.write('insertDevice', device(2));
   (storage.committer as unknown as { worker: Worker }).worker.terminate(); // the thread ends without an error
-  await expect(pending).rejects.toThrow('writer exited');
-  await expect(storage.committer.write('insertDevice', device(3))).rejects.toThrow('writer exited');
+  await expect(within(pending, 'the failure of the write the writer held')).rejects.toThrow('writer exited');
+  await expect(within(storage.committer.write('insertDevice', device(3)), 'the failure of a later write')).rejects.toThrow('writer exited');
   expect(failures.map((error) => error.message)).toEqual(['writer exited']);
-  await storage.close(); // settles although the writer can no longer answer its close message
+  await within(storage.close(), 'closing the storage'); // settles although the writer can no longer answer its close message
 });

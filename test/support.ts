@@ -168,6 +168,18 @@ export async function waitUntil(condition: () => boolean, timeoutMs = 5000): Pro
   }
 }
 
+/**
+ * Settles as `promise` does, or rejects after `timeoutMs` saying what never came: a wait that a regression
+ * would leave pending for ever fails the test with its own message instead of the test's timeout.
+ */
+export function within<T>(promise: Promise<T>, what: string, timeoutMs = 5000): Promise<T> {
+  let timer: Timer | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
 /** A WAL sync the test finishes by hand; records the file of each call. */
 export function heldSyncs() {
   const calls: { fd: number; finished: boolean; finish(error?: Error): void }[] = [];

@@ -12,7 +12,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { openStorage } from '../../src/db/storage.ts';
 import { WalSync, type SyncFile } from '../../src/db/wal-sync.ts';
-import { heldSyncs, tempDir, INSTALLATION, waitUntil, type HeldSyncs } from '../support.ts';
+import { heldSyncs, tempDir, INSTALLATION, waitUntil, within, type HeldSyncs } from '../support.ts';
 
 const dir = tempDir('ev-ingest-committer-');
 
@@ -234,7 +234,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
 
   test('durable(): at once when every write is answered, else after a sync that began after the call', async () => {
     await withHeldSyncs('durable', {}, async ({ committer, syncs }) => {
-      await committer.durable(); // nothing written: nothing to wait for, no sync
+      await within(committer.durable(), 'durable() with nothing written'); // nothing to wait for, no sync
       expect(syncs.calls).toHaveLength(0);
       const written = committer.write('insertDevice', device('in-flight'));
       await waitUntil(() => syncs.calls.length === 1); // committed, its sync held
@@ -247,7 +247,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       expect(syncs.calls).toHaveLength(2);
       syncs.calls[1]!.finish();
       await waiting;
-      await committer.durable(); // all answered again: at once
+      await within(committer.durable(), 'durable() with every write answered again'); // at once
       expect(syncs.calls).toHaveLength(2);
     });
   });
@@ -298,8 +298,8 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('fast-no-sync', { durability: 'fast', syncFile: syncs.syncFile });
     const writes = Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
-    await committer.durable(); // at once, though writes are under way
-    await writes;
+    await within(committer.durable(), 'durable() with DURABILITY=fast'); // at once, though writes are under way
+    await within(writes, 'the writes with DURABILITY=fast, their syncs held');
     expect(syncs.calls).toEqual([]);
     await stop();
   });
@@ -308,7 +308,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await withHeldSyncs('fast-flush', { durability: 'fast' }, async ({ committer, syncs }) => {
       const broken: string[] = [];
       committer.onBroken = (error) => void broken.push(error.message);
-      await committer.write('insertDevice', device('a'));
+      await within(committer.write('insertDevice', device('a')), 'a write with DURABILITY=fast, its syncs held');
       expect(syncs.calls).toEqual([]); // the write alone: no sync
       const flushed: string[] = [];
       const first = committer.flush().then(() => void flushed.push('first'));
@@ -333,7 +333,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       committer.onBroken = (error) => void broken.push(error.message);
       const walClosed = spyOn(WalSync.prototype, 'close');
       try {
-        await committer.write('insertDevice', device('a'));
+        await within(committer.write('insertDevice', device('a')), 'a write with DURABILITY=fast, its syncs held');
         const first = committer.flush();
         const closing = committer.close();
         await Bun.sleep(0);
@@ -355,7 +355,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   test("one write per group (the benchmark baseline) commits and syncs each write itself, as SQLite's FULL", async () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('lone-commits', { maxGroupWrites: 1, syncFile: syncs.syncFile });
-    await Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
+    await within(Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id)))), 'lone writes, the WAL syncs held');
     expect(await committer.writerPragma('synchronous')).toEqual([{ synchronous: 2 }]);
     expect(syncs.calls).toEqual([]);
     expect(committer.stats).toEqual({ groups: 3, writes: 3, syncs: 0 });
