@@ -16,7 +16,7 @@ import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, startTestService, tempDir, testConfig, waitUntil, within, type TestService } from './support.ts';
 import { decide, pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
 
 const MINUTE = 60_000;
@@ -911,7 +911,7 @@ describe('an approval still being saved', () => {
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const request = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(request, 'approve');
-    expect(await book.decide(request, 'approve')).toBe('approving');
+    expect(await within(book.decide(request, 'approve'), 'the second decision')).toBe('approving');
     const again = await book.start(INSTALLATION, 'MG4 again'); // the car started over: the first request is gone
     commit();
     expect(await deciding).toBe('expired');
@@ -1001,7 +1001,7 @@ describe('an approval still being saved', () => {
     const post = () => routes.handle(new Request('http://localhost/pair', { method: 'POST', body: form }));
     const deciding = book.decide(request, 'approve');
     expect(await expectPage(await look(), 200)).toContain('<h1>Being approved</h1>');
-    const posted = await expectPage(await post(), 200);
+    const posted = await expectPage(await within(post(), 'the second decision on the page'), 200);
     expect(posted).toContain('<h1>Being approved</h1>');
     expect(posted).toContain(`<a href="?code=${code}">Show the outcome</a>`); // a GET, not the form sent again
     commit();
