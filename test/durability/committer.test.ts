@@ -296,12 +296,22 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
 
   test('DURABILITY=fast never syncs the WAL, not even for durable() (the planner asks it at every read)', async () => {
     const syncs = heldSyncs();
-    const { committer, stop } = await committerWith('fast-no-sync', { durability: 'fast', syncFile: syncs.syncFile });
-    const writes = Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
-    await within(committer.durable(), 'durable() with DURABILITY=fast'); // at once, though writes are under way
-    await within(writes, 'the writes with DURABILITY=fast, their syncs held');
-    expect(syncs.calls).toEqual([]);
-    await stop();
+    const { path, committer, stop } = await committerWith('fast-no-sync', { durability: 'fast', syncFile: syncs.syncFile });
+    const other = new Database(path);
+    other.run('BEGIN IMMEDIATE'); // holds the write lock: the group stays at the writer, unanswered
+    try {
+      const writes = Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id))));
+      await waitUntil(() => (committer as unknown as { unanswered: Set<unknown> }).unanswered.size > 0);
+      await within(committer.durable(), 'durable() with DURABILITY=fast'); // at once, though a group is under way
+      other.run('COMMIT');
+      await within(writes, 'the writes with DURABILITY=fast, their syncs held');
+      expect(syncs.calls).toEqual([]);
+    } finally {
+      if (other.inTransaction) other.run('COMMIT');
+      other.close();
+      syncs.release();
+      await stop();
+    }
   });
 
   test('DURABILITY=fast syncs on demand: flush() waits for a sync, and a stop waits for the flushes under way', async () => {
