@@ -58,7 +58,7 @@ describe('bearer token', () => {
   test.each([
     ['no header', {}],
     ['another scheme', { authorization: `Basic ${btoa('owner:pw')}` }],
-    ['an empty token', { authorization: 'Bearer ' }],
+    ['an empty token (headers lose trailing spaces: it arrives as the bare scheme)', { authorization: 'Bearer ' }],
     ['a wrong token', { authorization: 'Bearer not-the-token-but-long-enough' }],
     ['the scheme without a space', { authorization: 'Bearer' }],
     // The seed names the scheme exactly: `Bearer ` and the token.
