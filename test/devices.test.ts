@@ -44,7 +44,6 @@ const refused = (service: TestService, token: string) => {
   }
 };
 
-/** How often the registry has read the devices table again since the service started. */
 /** Pairs a car on a service whose syncs are held, finishing the collection's sync (taken in every mode). */
 async function pairFinishingSync(service: TestService, syncs: HeldSyncs) {
   const before = syncs.calls.length;
@@ -54,6 +53,7 @@ async function pairFinishingSync(service: TestService, syncs: HeldSyncs) {
   return pairing;
 }
 
+/** How often the registry has read the devices table again since the service started. */
 const reloads = (service: TestService) => service.log.lines.filter((line) => line.includes(' info devices.reloaded ')).length;
 
 describe('GET /v1/devices', () => {
