@@ -79,6 +79,8 @@ export const limits = {
   sampleInsertSize: 32_768,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
+  /** SIGTERMs and SIGINTs that end the process at once: the second only joins the stop (a process group's signal). */
+  signalsToForceExit: 3,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */
   plannerQueueSamples: 1000,
   /**

@@ -100,7 +100,8 @@ export type ProcessControl = Pick<NodeJS.Process, 'on' | 'exit'>;
 /**
  * Ends the process once the server has stopped: exit 0 after SIGTERM or SIGINT; 1 when its writer
  * died (it can no longer store anything: a supervisor's `Restart=on-failure` starts it again) or the
- * stop failed. A second signal joins the stop under way (SIGKILL ends it at once).
+ * stop failed. A second signal joins the stop under way; a third ends the process at once (exit 1), for
+ * a stop that hangs (a stalled disk).
  */
 export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
   // Read when the stop ends: a writer failing during a stop a signal began still exits 1.
@@ -116,8 +117,15 @@ export function exitWhenStopped(running: Running, log: Logger, host: ProcessCont
     ));
   // Kept, not once: a second Ctrl-C, or a supervisor signalling the whole process group, must not end
   // the process by the signal's default action and cut the requests the first signal lets finish.
-  host.on('SIGTERM', exitAfterStop);
-  host.on('SIGINT', exitAfterStop);
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals < limits.signalsToForceExit) return void exitAfterStop();
+    log.warn('stop.forced', { signals });
+    log.flush();
+    host.exit(1);
+  };
+  host.on('SIGTERM', onSignal);
+  host.on('SIGINT', onSignal);
   running.fatal.then(() => {
     writerFailed = true;
     return exitAfterStop();

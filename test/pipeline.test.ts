@@ -335,7 +335,7 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
   }
 });
 
-test('a second SIGTERM or SIGINT during the stop joins it: the request in flight is still answered, and the exit is 0, once', async () => {
+test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal during the stop (%s, then %s) joins it: the request in flight is still answered, and the exit is 0, once', async (first, second) => {
   const log = createMemoryLogger();
   const syncs = heldSyncs();
   const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
@@ -344,9 +344,8 @@ test('a second SIGTERM or SIGINT during the stop joins it: the request in flight
   try {
     const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
     await waitUntil(() => syncs.calls.length > 0);
-    signal('SIGTERM');
-    signal('SIGTERM'); // the process group signalled too, say
-    signal('SIGINT');
+    signal(first);
+    signal(second); // the process group signalled too, say
     expect(killedBy).toEqual([]);
     syncs.calls[0]!.finish();
     expect((await posted).status).toBe(200);
@@ -354,6 +353,29 @@ test('a second SIGTERM or SIGINT during the stop joins it: the request in flight
     await Bun.sleep(20); // a second exit would have been asked for by now
     expect(exits).toEqual([0]);
     expect(log.lines.filter((line) => line.includes(' info stopping'))).toHaveLength(1);
+  } finally {
+    syncs.release();
+    await running.stop();
+  }
+});
+
+test('a third signal ends a stop that hangs at once, exit 1, saying so', async () => {
+  const log = createMemoryLogger();
+  const syncs = heldSyncs();
+  const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
+  const { host, signal, exits, killedBy } = processStandIn();
+  exitWhenStopped(running, log, host);
+  try {
+    const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
+    await waitUntil(() => syncs.calls.length > 0); // the sync never ends: the stop waits for it
+    signal('SIGINT');
+    signal('SIGINT');
+    expect(exits).toEqual([]);
+    signal('SIGINT');
+    expect([exits, killedBy]).toEqual([[1], []]);
+    expect(log.lines.filter((line) => line.includes(' warn stop.forced '))).toEqual([expect.stringContaining('signals=3')]);
+    syncs.release();
+    await posted;
   } finally {
     syncs.release();
     await running.stop();
