@@ -297,15 +297,31 @@ test("a writer that dies settles the server's fatal promise, logs writer.failed,
   }
 });
 
-test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0', async () => {
+/**
+ * A listening server watched by `exitWhenStopped` through a process stand-in, with one telemetry batch
+ * in flight whose WAL sync is held: the test finishes it, or `close` releases it.
+ */
+async function serverWithWriteInFlight() {
   const log = createMemoryLogger();
   const syncs = heldSyncs();
   const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
-  const { host, signal, exits } = processStandIn();
-  exitWhenStopped(running, log, host);
+  const standIn = processStandIn();
+  exitWhenStopped(running, log, standIn.host);
+  const close = async () => {
+    syncs.release();
+    await running.stop();
+  };
+  const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
+  await waitUntil(() => syncs.calls.length > 0).catch(async (error) => {
+    await close();
+    throw error;
+  });
+  return { log, syncs, posted, close, ...standIn };
+}
+
+test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0', async () => {
+  const { log, syncs, posted, close, signal, exits } = await serverWithWriteInFlight();
   try {
-    const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
-    await waitUntil(() => syncs.calls.length > 0);
     signal('SIGTERM');
     syncs.calls[0]!.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
     expect((await posted).status).toBe(500);
@@ -313,8 +329,7 @@ test('a sync of the WAL failing during a stop that SIGTERM began exits 1, not 0'
     expect(exits[0]).toBe(1);
     expect(log.lines.filter((line) => line.includes('error writer.failed'))).toHaveLength(1);
   } finally {
-    syncs.release();
-    await running.stop();
+    await close();
   }
 });
 
@@ -336,14 +351,8 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
 });
 
 test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal during the stop (%s, then %s) joins it: the request in flight is still answered, and the exit is 0, once', async (first, second) => {
-  const log = createMemoryLogger();
-  const syncs = heldSyncs();
-  const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
-  const { host, signal, exits, killedBy } = processStandIn();
-  exitWhenStopped(running, log, host);
+  const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight();
   try {
-    const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
-    await waitUntil(() => syncs.calls.length > 0);
     signal(first);
     signal(second); // the process group signalled too, say
     expect(killedBy).toEqual([]);
@@ -354,20 +363,13 @@ test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal duri
     expect(exits).toEqual([0]);
     expect(log.lines.filter((line) => line.includes(' info stopping'))).toHaveLength(1);
   } finally {
-    syncs.release();
-    await running.stop();
+    await close();
   }
 });
 
 test('a third signal ends a stop that hangs at once, exit 1, saying so', async () => {
-  const log = createMemoryLogger();
-  const syncs = heldSyncs();
-  const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile }, log);
-  const { host, signal, exits, killedBy } = processStandIn();
-  exitWhenStopped(running, log, host);
+  const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight(); // its sync held: the stop waits
   try {
-    const posted = overSocket(running).request('POST', '/v1/telemetry', { body: oneSampleBatch() });
-    await waitUntil(() => syncs.calls.length > 0); // the sync never ends: the stop waits for it
     signal('SIGINT');
     signal('SIGINT');
     expect(exits).toEqual([]);
@@ -377,8 +379,7 @@ test('a third signal ends a stop that hangs at once, exit 1, saying so', async (
     syncs.release();
     await posted;
   } finally {
-    syncs.release();
-    await running.stop();
+    await close();
   }
 });
 
