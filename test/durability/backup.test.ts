@@ -1,9 +1,9 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { beforeAll, expect, test } from 'bun:test';
-import { closeSync, existsSync, openSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { backupCommand, type LinkFile } from '../../src/db/backup.ts';
+import { BACKUP_USAGE, backupCommand, type LinkFile } from '../../src/db/backup.ts';
 import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
@@ -106,6 +106,19 @@ test('backup refuses a FILE that exists, and a missing database, with a message 
   expect((await runBackup(source, '')).code).toBe(2);
 });
 
+test('backup refuses a FILE in a folder that does not exist, naming the folder, with exit 1', async () => {
+  const dir = tempDir('ev-ingest-backup-');
+  const source = join(dir, 'live.db');
+  new Database(source).close();
+  const absent = join(dir, 'absent');
+  expect(await runBackup(source, join(absent, 'copy.db'))).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: the folder ${absent} does not exist\n`,
+  });
+  expect(readdirSync(dir)).toEqual(['live.db']);
+});
+
 test('backup refuses a FILE that is a dangling symbolic link before copying, as an existing file', async () => {
   const dir = tempDir('ev-ingest-backup-');
   const source = join(dir, 'live.db');
@@ -152,13 +165,16 @@ test('a copy whose Worker ends without an answer (killed) fails the backup with 
   expect(readdirSync(dir)).toEqual(['live.db']);
 });
 
-/** `backupCommand` in this process, with `link` in place of the file system's hard link. */
-async function backupLinkingWith(databasePath: string, file: string, link: LinkFile) {
+/** `backupCommand` on `args` in this process, with `link` (if given) in place of the file system's hard link. */
+async function backupInProcess(databasePath: string, args: string[], link?: LinkFile) {
   let stdout = '';
   let stderr = '';
-  const code = await backupCommand([file], (text) => (stdout += text), (text) => (stderr += text), { databasePath, link });
+  const code = await backupCommand(args, (text) => (stdout += text), (text) => (stderr += text), { databasePath, link });
   return { code, stdout, stderr };
 }
+
+/** `backupCommand` in this process, with `link` in place of the file system's hard link. */
+const backupLinkingWith = (databasePath: string, file: string, link: LinkFile) => backupInProcess(databasePath, [file], link);
 
 /** A link refused as Node refuses one, with `code`; `meanwhile` runs first, as another process could. */
 function refusedLink(code: string, meanwhile: (existing: string, target: string) => void = () => {}): LinkFile {
@@ -224,6 +240,32 @@ test('a link refused for another reason than the file system fails the backup wi
     stderr: `ev-ingest: backup failed: EACCES: refused, link '${file}.partial-${process.pid}' -> '${file}'\n`,
   });
   expect(readdirSync(dir)).toEqual([]);
+});
+
+test('backup takes one FILE: a second is refused with the usage, exit 2, and nothing is written', async () => {
+  const { source, dir } = sourceAndBackupFolder();
+  const [first, second] = [join(dir, 'first.db'), join(dir, 'second.db')];
+  expect(await backupInProcess(source, [first, second])).toEqual({ code: 2, stdout: '', stderr: `ev-ingest: usage:\n${BACKUP_USAGE}\n` });
+  expect(readdirSync(dir)).toEqual([]);
+});
+
+test('a partial copy that cannot be removed is named on stderr before why the backup failed', async () => {
+  const { source, dir } = sourceAndBackupFolder();
+  const file = join(dir, 'copy.db');
+  const partial = `${file}.partial-${process.pid}`;
+  // A folder in the partial copy's place: rmSync refuses it, as a read-only file system would the copy.
+  const folderInItsPlace = refusedLink('EACCES', () => {
+    rmSync(partial);
+    mkdirSync(partial);
+  });
+  expect(await backupLinkingWith(source, file, folderInItsPlace)).toEqual({
+    code: 1,
+    stdout: '',
+    stderr:
+      `ev-ingest: could not remove ${partial}: Path is a directory: rm returned EISDIR (is a directory) ${partial}\n` +
+      `ev-ingest: backup failed: EACCES: refused, link '${partial}' -> '${file}'\n`,
+  });
+  expect(readdirSync(dir)).toEqual([`copy.db.partial-${process.pid}`]);
 });
 
 // 100 MB: its copy lasts long enough (0.5 s here) to be stopped half-way.
