@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
 import { openDatabase } from '../src/db/open.ts';
+import { DEVICES_USAGE } from '../src/devices/cli.ts';
 import { DeviceRegistry } from '../src/devices/registry.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import { limits } from '../src/limits.ts';
@@ -418,11 +419,29 @@ describe('ev-ingest devices', () => {
   test('an unknown id, a missing database and bad usage fail with a message', async () => {
     const service = await start();
     const unknown = await run(service.config.databasePath, 'revoke', 'no-such-device');
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain('no device with id "no-such-device"');
+    expect(unknown).toEqual({ code: 1, stdout: '', stderr: 'ev-ingest: no device with id "no-such-device"; see "ev-ingest devices list"\n' });
     const missing = await run(join(tempDir(), 'absent.db'), 'list');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no database at');
     expect((await run(service.config.databasePath, 'revoke')).code).toBe(2);
+  });
+
+  test('list shows a device never used as active, last seen never', async () => {
+    const service = await start();
+    const { deviceId } = await pairDevice(service, INSTALLATION);
+    expect(await run(service.config.databasePath, 'list')).toEqual({
+      code: 0,
+      stdout: `${deviceId} installation=${INSTALLATION} active created=${new Date(clock).toISOString()} lastSeen=never name="MG4"\n`,
+      stderr: '',
+    });
+  });
+
+  test('list and revoke refuse an argument beyond their own with the usage, exit 2, and revoke nothing', async () => {
+    const service = await start();
+    const { deviceId } = await pairDevice(service, INSTALLATION);
+    const wrongCall = { code: 2, stdout: '', stderr: `ev-ingest: usage:\n${DEVICES_USAGE}\n` };
+    expect(await run(service.config.databasePath, 'list', 'all')).toEqual(wrongCall);
+    expect(await run(service.config.databasePath, 'revoke', deviceId, 'now')).toEqual(wrongCall);
+    expect(service.storage.db.query('SELECT revoked_at AS at FROM devices WHERE id = ?').get(deviceId)).toEqual({ at: null });
   });
 });
