@@ -19,11 +19,12 @@ function run(args: string[], env: Record<string, string> = {}, cwd = tempDir()) 
 }
 
 describe('command line', () => {
-  test('--version and --help answer and exit 0', () => {
-    expect(run(['--version'])).toEqual({ code: 0, stdout: `ev-ingest ${pkg.version}\n`, stderr: '' });
+  test('--version and --help answer and exit 0, as do -v, -h and help', () => {
+    for (const version of ['--version', '-v']) expect(run([version])).toEqual({ code: 0, stdout: `ev-ingest ${pkg.version}\n`, stderr: '' });
     const help = run(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('INGEST_TOKEN (required, at least 24 printable ASCII characters)');
+    for (const alias of ['-h', 'help']) expect(run([alias])).toEqual(help);
   });
 
   test('an unknown command exits 2 with the usage', () => {
