@@ -166,6 +166,14 @@ describe('POST /v1/pair/start', () => {
     expect(url({ 'x-forwarded-host': '[::1]:8443', 'x-forwarded-proto': 'https' })).toBe('https://[::1]:8443/pair?code=ABCD-EFGH');
   });
 
+  test('a forwarded scheme counts in any case, and only as http or https', () => {
+    const url = (proto: string) =>
+      approvalUrl({ publicUrl: '', trustProxy: true }, new Request('http://localhost/v1/pair/start', { headers: { 'x-forwarded-proto': proto } }), 'ABCD-EFGH');
+    expect(url('HTTPS')).toBe('https://localhost/pair?code=ABCD-EFGH');
+    expect(url('javascript')).toBe('http://localhost/pair?code=ABCD-EFGH');
+    expect(url('ftp, https')).toBe('http://localhost/pair?code=ABCD-EFGH');
+  });
+
   test('validates installationId and name, naming the field', async () => {
     await start();
     const cases: [unknown, string][] = [
@@ -538,6 +546,17 @@ describe('the /pair page', () => {
     expect((await service.request('GET', `/pair?code=${loose}`, { token: null })).status).toBe(200);
     expect((await decide(service, loose, 'approve')).status).toBe(200);
     expect(await poll(service, started.pairingId)).toMatchObject({ body: { status: 'approved' } });
+  });
+
+  test('a code of other than 8 letters is told to be no code, not one that expired', async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const notACode = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
+    for (const typed of [`${started.userCode}B`, started.userCode.slice(0, -1)]) {
+      expect(await expectPage(await service.request('GET', `/pair?code=${typed}`, { token: null }), 404)).toContain(notACode);
+      expect(await expectPage(await decide(service, typed, 'approve'), 404)).toContain(notACode);
+    }
+    expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
   });
 
   test('a form is read as one whatever the case and parameters of its type, or without a type', async () => {
