@@ -467,6 +467,7 @@ async function expectPage(response: Response, status: number) {
   const html = await response.text();
   expect(html.startsWith('<!doctype html>')).toBe(true);
   expect(html).not.toMatch(/<script|\son\w+=/i);
+  expect(html).toContain('<meta name="robots" content="noindex"'); // a page holding a code is kept out of search engines
   expect(Object.fromEntries(
     ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
       .map((name) => [name, response.headers.get(name)]),
@@ -592,6 +593,22 @@ describe('the /pair page', () => {
     expect(await expectPage(await decide(service, started.userCode, 'approve'), 404)).toContain('This code is not open: it has expired');
     expect(deviceRows()).toEqual([]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
+  });
+
+  test("the car's page tells the minutes left, rounded up, one of them singular", async () => {
+    await start();
+    const started = await startPairing(service, INSTALLATION);
+    const expires = async () => {
+      const html = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+      return /<dt>Expires<\/dt>\s*<dd>([^<]*)<\/dd>/.exec(html)?.[1];
+    };
+    expect(await expires()).toBe('in about 10 minutes');
+    clock += MINUTE / 2;
+    expect(await expires()).toBe('in about 10 minutes');
+    clock += 8 * MINUTE;
+    expect(await expires()).toBe('in about 2 minutes');
+    clock += MINUTE / 2 + 1;
+    expect(await expires()).toBe('in about 1 minute');
   });
 
   test('a code that is not open comes back in the field as typed: trimmed, cut to the field, escaped', async () => {
