@@ -217,6 +217,9 @@ describe('PUT /v1/consumption/daily', () => {
     ['date 29 February of a common year', chunk({ date: '2100-02-29' }), 'date must be a calendar date YYYY-MM-DD'],
     ['date month 13', chunk({ date: '2026-13-01' }), 'date must be a calendar date YYYY-MM-DD'],
     ['date 31 April', chunk({ date: '2026-04-31' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date 31 November', chunk({ date: '2026-11-31' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date in year 0', chunk({ date: '0000-01-01' }), 'date must be a calendar date YYYY-MM-DD'],
+    ['date with a five-digit year', chunk({ date: '12026-11-25' }), 'date must be a calendar date YYYY-MM-DD'],
     ['date without padding', chunk({ date: '2026-1-5' }), 'date must be a calendar date YYYY-MM-DD'],
     ['date with a time', chunk({ date: '2026-11-25T10:00:00Z' }), 'date must be a calendar date YYYY-MM-DD'],
     ['date as a number', chunk({ date: 20261125 }), 'date must be a calendar date YYYY-MM-DD'],
@@ -239,6 +242,12 @@ describe('PUT /v1/consumption/daily', () => {
   test.each(invalidChunks)('400 naming the field: %s', async (_, body, error) => {
     expect(await answer(await putChunk(body))).toEqual({ status: 400, body: { error } });
     expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 0 });
+  });
+
+  test('accepts 29 February of a century divisible by 400, and the first and last days of the years 0001 to 9999', async () => {
+    const dates = ['0001-01-01', '2000-02-29', '9999-12-31'];
+    for (const [n, date] of dates.entries()) await put(chunk({ recordedAt: T0 + n, date }));
+    expect((await history()).records.map((record) => record.date)).toEqual(dates.toReversed());
   });
 
   test('accepts the limits themselves: 29 February of a leap year, ±1e7, sohPercent 100', async () => {
