@@ -451,6 +451,15 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(page.reply).toContain('This code is not open');
   });
 
+  test('a request is logged by its path alone: not the origin, nor the query, which may hold a pairing code', async () => {
+    const before = log.lines.length;
+    const { reply } = await rawRequest(Number(running.url.port), 'GET /pair?code=WDJB-MJHT HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    expect(reply).toStartWith('HTTP/1.1 404 Not Found\r\n');
+    const lines = log.lines.slice(before);
+    expect(lines.map((line) => line.slice(line.indexOf(' ') + 1).replace(/ ms=[\d.]+$/, ''))).toEqual(['info request method=GET path=/pair status=404']);
+    expect(Number(lines[0]!.split(' ms=')[1])).toBeGreaterThan(0); // how long it took, to a hundredth of a millisecond
+  });
+
   test('a request with a valid Host on the same server is answered by the app', async () => {
     const { reply } = await rawRequest(Number(running.url.port), 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     expect(reply).toStartWith('HTTP/1.1 200 OK\r\n');
