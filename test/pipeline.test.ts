@@ -247,6 +247,32 @@ test('an unexpected failure is 500 "internal server error", its detail only in t
   expect(service.log.lines.some((line) => line.includes('disk on fire at /secret/path'))).toBe(true);
 });
 
+test("a failure escaping the app, thrown or rejected, is still the contract's 500, logged with its path", async () => {
+  const log = createMemoryLogger();
+  const handlers = {
+    thrown: () => {
+      throw new Error('disk on fire');
+    },
+    rejected: () => Promise.reject(new Error('disk on fire')),
+  };
+  for (const [kind, handle] of Object.entries(handlers)) {
+    const server = listen(handle, { host: '127.0.0.1', port: 0 }, log);
+    try {
+      const response = await fetch(new URL(`/${kind}?code=WDJB-MJHT`, server.url));
+      expect({ kind, ...(await answer(response)) }).toEqual({ kind, status: 500, body: { error: 'internal server error' } });
+    } finally {
+      await server.stop(true);
+    }
+  }
+  // Each after its time stamp: the failure's detail, then the request's line.
+  expect(log.lines.map((line) => line.slice(line.indexOf(' ') + 1).replace(/ ms=[\d.]+$/, ''))).toEqual(
+    Object.keys(handlers).flatMap((kind) => [
+      `error request.failed method=GET path=/${kind} error="Error: disk on fire"`,
+      `info request method=GET path=/${kind} status=500`,
+    ]),
+  );
+});
+
 test('a port already in use, or a host that is none, refuses the start with one message naming both settings', async () => {
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
   try {
