@@ -2,6 +2,8 @@ import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
 import type { Database } from 'bun:sqlite';
 import { join } from 'node:path';
 import { Consumption } from '../src/consumption/history.ts';
+import { parseChunk } from '../src/consumption/model.ts';
+import type { Committer } from '../src/db/committer.ts';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
@@ -515,4 +517,34 @@ test('the history cache keeps the installations read most recently: a read saves
   expect(readsDatabase(limits.historyCachedInstallations)).toBe(true); // one more: the least recently read goes
   expect(readsDatabase(0)).toBe(false);
   expect(readsDatabase(1)).toBe(true); // evicted, though cached after 0
+});
+
+test('a read while a chunk is being written may answer the old history, but the cache forgets it once the write is committed', async () => {
+  const { committer } = service.storage;
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const slowCommitter = { write: async (op, args) => (await held, committer.write(op, args)) } as Pick<Committer, 'write'> as Committer;
+  const history = new Consumption(service.storage.db, slowCommitter);
+  const lifetimeKm = () => (JSON.parse(history.historyJson(INSTALLATION)) as { lifetime: Day }).lifetime.km;
+  expect(lifetimeKm()).toBe(0);
+  const writing = history.putChunk(parseChunk(chunk({ day: day(10) })));
+  expect(lifetimeKm()).toBe(0); // not committed yet
+  release();
+  await writing;
+  expect(lifetimeKm()).toBe(10);
+});
+
+test('a write that fails after its commit (a sync of the WAL failing) still makes the cache forget the answer', async () => {
+  const { committer } = service.storage;
+  const failingAfterCommit = {
+    write: async (op, args) => {
+      await committer.write(op, args);
+      throw new Error('WAL sync failed');
+    },
+  } as Pick<Committer, 'write'> as Committer;
+  const history = new Consumption(service.storage.db, failingAfterCommit);
+  const lifetimeKm = () => (JSON.parse(history.historyJson(INSTALLATION)) as { lifetime: Day }).lifetime.km;
+  expect(lifetimeKm()).toBe(0);
+  await expect(history.putChunk(parseChunk(chunk({ day: day(10) })))).rejects.toThrow('WAL sync failed');
+  expect(lifetimeKm()).toBe(10);
 });
