@@ -23,7 +23,7 @@ import {
 } from './support.ts';
 import { PASSWORD } from './pairing-support.ts';
 import { parsedReply, rawRequest, replyHeaders, upload } from './upload.ts';
-import { PAGE_HEADERS } from '../src/pairing/page.tsx';
+import { PAGE_HEADERS, pageHeadersOf } from '../src/pairing/page.tsx';
 
 let deviceToken: string;
 let service: TestService;
@@ -271,6 +271,17 @@ test("a failure escaping the app, thrown or rejected, is still the contract's 50
       `info request method=GET path=/${kind} status=500`,
     ]),
   );
+});
+
+test("a failure escaping the app on `/pair` still carries the page's strict headers", async () => {
+  const server = listen(() => Promise.reject(new Error('disk on fire')), { host: '127.0.0.1', port: 0 }, createMemoryLogger(), limits, pageHeadersOf);
+  try {
+    const response = await fetch(new URL('/pair?code=WDJB-MJHT', server.url));
+    expect(response.status).toBe(500);
+    expect(Object.fromEntries(Object.keys(PAGE_HEADERS).map((name) => [name, response.headers.get(name)]))).toEqual(PAGE_HEADERS);
+  } finally {
+    await server.stop(true);
+  }
 });
 
 test('a port already in use, or a host that is none, refuses the start with one message naming both settings', async () => {
