@@ -303,7 +303,7 @@ describe('POST /v1/pair/poll', () => {
     const log = createMemoryLogger();
     const registry = new DeviceRegistry(service.storage.db, failing, log, now);
     registry.load();
-    expect(await revokeLeftovers(registry, log)).toBeUndefined();
+    await revokeLeftovers(registry, log); // resolves: the start goes on
     expect(log.lines).toEqual([expect.stringContaining(`error pairing.revoke_failed device=${device!.id} reason="disk full"`)]);
     expect(registry.size).toBe(1);
   });

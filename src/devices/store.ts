@@ -15,6 +15,8 @@ export interface ActiveDevice {
   id: string;
   installationId: string;
   tokenHash: string;
+  /** 1 while its car has not collected the token (see UNCOLLECTED); 0 or null otherwise. */
+  awaitingCollection: number | null;
 }
 
 const DEVICE_COLUMNS = `id, installation_id AS installationId, name, created_at AS createdAt,
@@ -23,7 +25,8 @@ const DEVICE_COLUMNS = `id, installation_id AS installationId, name, created_at 
 export function activeDevices(db: Database): ActiveDevice[] {
   return db
     .query<ActiveDevice, []>(
-      'SELECT id, installation_id AS installationId, token_hash AS tokenHash FROM devices WHERE revoked_at IS NULL',
+      `SELECT id, installation_id AS installationId, token_hash AS tokenHash, awaiting_collection = 1 AS awaitingCollection
+       FROM devices WHERE revoked_at IS NULL`,
     )
     .all();
 }
@@ -94,9 +97,5 @@ const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
     .all({ at })
     .map((row) => row.id);
 
-/** The ids of the active devices still awaiting their collection (a read: most starts then need no write). */
-export function uncollectedDevices(db: Database): string[] {
-  return db.query<{ id: string }, []>(`SELECT id FROM devices WHERE ${UNCOLLECTED}`).all().map((row) => row.id);
-}
 
 export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };
