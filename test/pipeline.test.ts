@@ -194,16 +194,10 @@ describe('body', () => {
     });
   });
 
-  test.each(['gzip', 'deflate, gzip', 'br'])('a compressed body (Content-Encoding: %s) is 400 saying it is not decoded', async (coding) => {
+  // Compressed bodies are not decoded; the contract fixes the wording of the refusal of any unreadable body.
+  test.each(['gzip', 'deflate, gzip', 'br'])('a compressed body (Content-Encoding: %s) is the contract\'s 400 for invalid JSON', async (coding) => {
     const body = Bun.gzipSync(JSON.stringify({ a: 1 }));
     expect(await answer(await service.request('POST', '/test/echo', { body, headers: { 'Content-Encoding': coding } }))).toEqual({
-      status: 400,
-      body: { error: 'body is not valid JSON (a compressed body is not decoded: send it without Content-Encoding)' },
-    });
-  });
-
-  test('broken JSON without a Content-Encoding keeps the plain message', async () => {
-    expect(await answer(await service.request('POST', '/test/echo', { body: Bun.gzipSync('{"a":1}') }))).toEqual({
       status: 400,
       body: { error: 'body is not valid JSON' },
     });

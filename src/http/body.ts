@@ -144,15 +144,6 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/**
- * Whether the body says it is encoded: a compressed body reads as broken JSON, so its refusal says why.
- * Only then: valid JSON under a mistaken header (`Content-Encoding: utf-8`) is read as it always was.
- */
-function claimsACoding(request: Request): boolean {
-  const coding = request.headers.get('content-encoding')?.trim().toLowerCase();
-  return coding !== undefined && coding !== '' && coding !== 'identity';
-}
-
 /** The body as a JSON object; anything else is a 400 with the contract's wording. */
 export async function readJsonObject(request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> {
   const bytes = await readBody(request, bounds);
@@ -160,7 +151,7 @@ export async function readJsonObject(request: Request, bounds: BodyBounds): Prom
   try {
     value = JSON.parse(utf8.decode(bytes));
   } catch {
-    throw badRequest(claimsACoding(request) ? messages.bodyNotJsonEncoded : messages.bodyNotJson);
+    throw badRequest(messages.bodyNotJson);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw badRequest(messages.bodyNotObject);

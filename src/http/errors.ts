@@ -9,7 +9,6 @@ export const messages = {
   bodyTooLarge: 'body is too large',
   bodyNotJson: 'body is not valid JSON',
   bodyNotObject: 'body must be a JSON object',
-  bodyNotJsonEncoded: 'body is not valid JSON (a compressed body is not decoded: send it without Content-Encoding)',
   formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
   otherInstallation:
     'token belongs to another installation; pair this car again after its installation id changed',
