@@ -61,24 +61,27 @@ function assertWritable(path: string): void {
   const exists = existsSync(path);
   const file = exists ? realpathSync(path) : path; // the -wal and -shm lie beside the real file
   const folder = dirname(file);
-  const folderRefused = writeRefusal(folder);
+  const folderRefused = accessRefusal(folder);
   if (folderRefused) {
     const name = basename(file);
     throw unusableDatabase(path, `the folder ${folder} must be writable (${folderRefused}); SQLite keeps ${name}-wal and ${name}-shm beside the file`);
   }
-  const fileRefused = exists ? writeRefusal(file) : undefined;
+  const fileRefused = exists ? accessRefusal(file) : undefined;
   if (fileRefused) throw unusableDatabase(path, `the file ${file} must be writable (${fileRefused})`);
   // Left by a server run as another user (root, once): SQLite would say only `unable to open database file`.
-  for (const beside of [`${file}-wal`, `${file}-shm`]) {
-    const refused = existsSync(beside) ? writeRefusal(beside, 'and read') : undefined;
-    if (refused) throw unusableDatabase(path, `the file ${beside} must be readable and writable (${refused}); give it the database file's owner, never delete it: a -wal holds answered writes`);
+  const besides = [[`${file}-wal`, ', never delete it: it holds answered writes'], [`${file}-shm`, '']] as const;
+  for (const [beside, advice] of besides) {
+    const refused = existsSync(beside) ? accessRefusal(beside, READ_WRITE) : undefined;
+    if (refused) throw unusableDatabase(path, `the file ${beside} must be readable and writable (${refused}); give it the database file's owner${advice}`);
   }
 }
 
-/** Why this process may not write (`and read`: nor read) `path` (EACCES, EROFS, EPERM), or undefined when it may. */
-export function writeRefusal(path: string, andRead?: 'and read'): string | undefined {
+export const READ_WRITE = constants.R_OK | constants.W_OK;
+
+/** Why this process may not use `path` as `mode` asks (EACCES, EROFS, EPERM), or undefined when it may. */
+export function accessRefusal(path: string, mode: number = constants.W_OK): string | undefined {
   try {
-    accessSync(path, andRead ? constants.R_OK | constants.W_OK : constants.W_OK);
+    accessSync(path, mode);
     return undefined;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code ?? 'error';

@@ -8,7 +8,7 @@
  */
 import { Database } from 'bun:sqlite';
 import { existsSync } from 'node:fs';
-import { databaseFile, sqliteCode, StorageError, unusableDatabase, writeRefusal } from './open.ts';
+import { databaseFile, sqliteCode, StorageError, unusableDatabase, accessRefusal, READ_WRITE } from './open.ts';
 import { createPrivateFileIfAbsent } from './private-file.ts';
 
 export interface ServerLock {
@@ -31,7 +31,7 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
     // Private, as the database beside it. Opening it here is safe: no lock is held on a file that did not exist.
     createPrivateFileIfAbsent(lockPath);
     // Before opening: SQLite opens a file it cannot write read-only (taking no lock) and one it cannot read not at all.
-    const refused = writeRefusal(lockPath, 'and read');
+    const refused = accessRefusal(lockPath, READ_WRITE);
     if (refused) throw unusableDatabase(databasePath, `its lock file ${lockPath} must be readable and writable (${refused})`);
     lock = new Database(lockPath, { create: true });
     lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
