@@ -1,8 +1,7 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { assertMayUse } from '../src/http/auth.ts';
 import { handlerReadsBody, ingestBodyBounds, readBody } from '../src/http/body.ts';
-import { authenticated, authenticatedBody, noContent } from '../src/http/ingest.ts';
+import { authenticatedBody, noContent, ownedPath } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
@@ -39,11 +38,9 @@ beforeAll(async () => {
       handlerReadsBody,
     )
     .get(
-      '/test/owned/:installationId',
-      authenticated(service.auth, ingestBodyBounds, ({ caller, params }) => {
-        assertMayUse(caller, params.installationId!);
-        return noContent();
-      }),
+      '/test/owned/*',
+      ownedPath(service.auth, ingestBodyBounds, () => noContent()),
+      handlerReadsBody,
     )
     .post('/test/boom', () => {
       throw new Error('disk on fire at /secret/path');
@@ -112,6 +109,13 @@ describe('bearer token', () => {
       status: 403,
       body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
     });
+  });
+
+  test('a path id is validated before ownership: 400 naming installationId for any token, then 403', async () => {
+    const bad = { status: 400, body: { error: 'installationId must be a UUID' } };
+    expect(await answer(await service.request('GET', '/test/owned/not-a-uuid', { token: deviceToken }))).toEqual(bad);
+    expect(await answer(await service.request('GET', '/test/owned/', { token: deviceToken }))).toEqual(bad);
+    expect(await answer(await service.request('GET', '/test/owned/not-a-uuid', { token: null }))).toEqual(unauthorized);
   });
 });
 

@@ -25,7 +25,7 @@ export interface AuthenticatedBody extends Authenticated {
  * through the capped read after the token (the seed's order) and is dropped; for a GET, whose body Bun
  * drops unread, that holds its declared length to the cap.
  */
-export function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: Authenticated) => R) {
+function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: Authenticated) => R) {
   return async ({ request, params }: RouteContext) => {
     const caller = auth.authenticate(request.headers.get('authorization'));
     await readBody(request, bounds);
