@@ -34,8 +34,7 @@ export class WalSync {
   private waiting: Waiter[] = [];
   private syncing = false;
   private closed = false;
-  private closing: Promise<void> | null = null;
-  private fileClosed = () => {};
+  private readonly fileClosed = Promise.withResolvers<void>();
   /** The first failed sync: after it the kernel may have dropped pages, so no later sync proves anything. */
   private failure: Error | null = null;
   /** How long a sync takes, smoothed over the last ones (0 before the first). */
@@ -79,19 +78,17 @@ export class WalSync {
    * once the file is closed.
    */
   close(): Promise<void> {
-    this.closed = true;
-    this.closing ??= new Promise((resolve) => {
-      this.fileClosed = resolve;
-      this.closeWhenSynced();
-    });
-    return this.closing;
+    if (!this.closed) {
+      this.closed = true;
+      // Callers only wait while a sync runs (`durable` starts one at once): its end closes the file.
+      if (!this.syncing) this.closeFile();
+    }
+    return this.fileClosed.promise;
   }
 
-  private closeWhenSynced(): void {
-    if (this.syncing) return; // its end comes back here
-    if (this.waiting.length > 0) return this.sync();
+  private closeFile(): void {
     closeSync(this.fd);
-    this.fileClosed();
+    this.fileClosed.resolve();
   }
 
   private sync(): void {
@@ -109,8 +106,8 @@ export class WalSync {
         else waiter.resolve();
       }
       if (this.failure) for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
-      if (this.closed) this.closeWhenSynced();
-      else if (this.waiting.length > 0) this.sync();
+      if (this.waiting.length > 0) this.sync();
+      else if (this.closed) this.closeFile();
     });
   }
 }
