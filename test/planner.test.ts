@@ -51,6 +51,13 @@ function planner(reply?: FakePlanner['reply']): FakePlanner {
   return fake;
 }
 
+/** The forwarder's requests, counted as it sends them, before any reaches the planner. */
+function spyOnRequests() {
+  const sent = spyOn(globalThis, 'fetch');
+  cleanups.push(() => sent.mockRestore());
+  return sent;
+}
+
 function forwarding(fake: FakePlanner, overrides: Partial<PlannerConfig> = {}): Partial<Config> {
   return { planner: { url: fake.url, apiKey: KEY, defaultToken: TOKEN, tokens: new Map(), ...overrides } };
 }
@@ -166,8 +173,7 @@ test('at most 8 requests are at the planner at once over all installations', asy
   const fake = planner(() => ({ until: held }));
   const target = await service(forwarding(fake), { timers: heldRequestTimers() });
   cleanups.push(release); // before the service closes: its close waits for the held requests
-  const sent = spyOn(globalThis, 'fetch'); // the forwarder's requests, counted as it sends them
-  cleanups.push(() => sent.mockRestore());
+  const sent = spyOnRequests();
   const installations = Array.from({ length: 12 }, (_, i) => installationNumbered(i));
   for (const id of installations) seedPending(target, id, samplesAt(T0 + 3, T0 + 1, T0 + 2));
   for (const id of installations) target.planner.recheck(id);
@@ -191,13 +197,14 @@ test('samples read from the outbox go to the planner only once everything commit
   let markDurable = () => {};
   const durable = new Promise<void>((resolve) => (markDurable = resolve));
   // The WAL's sync is held: the read below may see commits not on disk yet.
-  target.storage.committer.durable = () => durable;
+  let waits = 0;
+  target.storage.committer.durable = () => (waits++, durable);
+  const sent = spyOnRequests();
   try {
     seedPending(target, INSTALLATION, samplesAt(T0 + 1, T0 + 2));
     target.planner.recheck(INSTALLATION);
-    await waitUntil(() => target.planner.stats.outboxReads === 1);
-    await Bun.sleep(50);
-    expect(fake.requests).toHaveLength(0);
+    await waitUntil(() => target.planner.stats.outboxReads === 1 && waits === 1); // read, then waiting for the disk
+    expect(sent).not.toHaveBeenCalled();
   } finally {
     markDurable();
   }
@@ -499,11 +506,11 @@ describe('a sample sent again while it waits out a backoff', () => {
     const rewriting = post(77);
     await waitUntil(() => syncs.calls.length === 2); // committed, so read after the backoff, but its sync is held
     const durable = spyOn(target.storage.committer, 'durable');
+    const sent = spyOnRequests();
     backoffs[0]!();
     // The sample read again, the forwarder waits for that commit's sync; nothing has gone out meanwhile.
     await waitUntil(() => durable.mock.calls.length === 1);
-    await Bun.sleep(20);
-    expect(fake.requests.length).toBe(1);
+    expect(sent).not.toHaveBeenCalled();
     syncs.release();
     expect((await rewriting).status).toBe(200);
     await target.planner.idle();
@@ -700,8 +707,8 @@ test('an outcome whose write fails is written again later; its sample is not sen
   seedPending(target, OTHER_INSTALLATION, samplesAt(T0));
   target.planner.recheck(INSTALLATION);
   target.planner.recheck(OTHER_INSTALLATION);
-  await waitUntil(() => target.planner.stats.outboxReads === 3);
-  await Bun.sleep(50);
+  // Both installations' next attempts wait for the failed outcome's write.
+  await waitUntil(() => target.planner.stats.outboxReads === 3 && target.planner.attemptsHeld === 2);
   expect(fake.requests).toHaveLength(1);
   retry();
   await target.planner.idle();
@@ -730,9 +737,11 @@ test('attempts already waiting for a request slot when an outcome cannot be writ
   await waitUntil(() => target.log.lines.some((line) => line.includes('planner.mark_failed')));
   // The first answer's slot went to a ninth request before its write failed; three wait for a slot.
   await fake.waitFor(limits.plannerInFlight + 1);
+  const sent = spyOnRequests();
   release();
-  await Bun.sleep(50);
-  expect(fake.requests).toHaveLength(limits.plannerInFlight + 1);
+  // The three get their slots and wait there for the write.
+  await waitUntil(() => target.planner.attemptsHeld === 3);
+  expect(sent).not.toHaveBeenCalled();
   diskFull();
   retry();
   await target.planner.idle();
@@ -764,8 +773,11 @@ test('an attempt whose re-read waits for the disk while another outcome\'s write
   const diskFull = failWrites(target, 'plannerSettled', Infinity);
   forwardInBackground(target, OTHER_INSTALLATION, samplesAt(OTHER_UTC));
   await waitUntil(() => target.log.lines.some((line) => line.includes('planner.mark_failed')));
+  const sent = spyOnRequests();
   finishWait();
-  await Bun.sleep(50);
+  // Re-read and on disk, the attempt now waits for the other outcome's write.
+  await waitUntil(() => target.planner.attemptsHeld === 1);
+  expect(sent).not.toHaveBeenCalled();
   expect(fake.requests.map((request) => request.tlm.utc)).toEqual([T0, OTHER_UTC]);
   diskFull();
   retry();
@@ -783,7 +795,7 @@ test('while outcomes cannot be written (a full disk), a restart sends again only
   failWrites(target, 'plannerSettled', Infinity);
   target.planner.recheck(INSTALLATION);
   await fake.waitFor(1);
-  await Bun.sleep(50);
+  await waitUntil(() => target.planner.attemptsHeld === 1); // the next sample's attempt, held
   expect(fake.utcsOf(TOKEN)).toEqual([T0]);
   await target.close(); // its last write of T0's outcome fails too
 

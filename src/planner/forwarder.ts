@@ -126,6 +126,11 @@ export class PlannerForwarder implements SampleForwarder {
     this.outcomes = new OutcomeLedger(options.committer, options.log, this.timers);
   }
 
+  /** Attempts held now until answered samples' outcomes are written (see `OutcomeLedger.written`); read by the tests. */
+  get attemptsHeld(): number {
+    return this.outcomes.heldAttempts;
+  }
+
   /** Whether samples of this installation go to the planner: a key and a token for it are configured. */
   forwards(installationId: string): boolean {
     return this.tokenFor(installationId) !== null;

@@ -53,6 +53,11 @@ export class OutcomeLedger {
     return new Promise((resolve) => this.heldForOutcomes.push(resolve));
   }
 
+  /** Attempts waiting in `written` now. */
+  get heldAttempts(): number {
+    return this.heldForOutcomes.length;
+  }
+
   /** Whether an answered sample's outcome still waits to be written, and no shutdown releases the attempts it holds. */
   holdsAttempts(): boolean {
     return this.unrecorded.size > 0 && !this.halted;
