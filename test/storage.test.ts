@@ -51,6 +51,38 @@ test('a path that cannot hold a database is refused with one message naming DATA
   }
 });
 
+/** Overwrites the page header of `name`'s root page (a table or index) in a database closed cleanly (no -wal): SQLite reads it as damaged. */
+function damageRootPage(path: string, name: string): void {
+  const db = new Database(path, { readonly: true });
+  const { page, size } = db
+    .query<{ page: number; size: number }, [string]>('SELECT rootpage AS page, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_master WHERE name = ?')
+    .get(name)!;
+  db.close();
+  const bytes = readFileSync(path);
+  bytes.fill(0xff, (page - 1) * size, (page - 1) * size + 8);
+  writeFileSync(path, bytes);
+}
+
+const damaged = (path: string) => `DATABASE_PATH ${path} cannot be used: database disk image is malformed; restore a backup (README: Backup and restore)`;
+
+test('a damaged page that only the start reads refuses the start in one line, not with a stack trace, and the file is left as it was', async () => {
+  const migrations = await startTestService({}, { dir: tempDir() });
+  const path = migrations.config.databasePath;
+  await migrations.close();
+  damageRootPage(path, '__drizzle_migrations');
+  const before = readFileSync(path);
+  expect((await refusedStart(testConfig(tempDir(), { databasePath: path }))).message).toBe(damaged(path));
+  expect(readFileSync(path).equals(before)).toBe(true);
+
+  // The planner's outbox is read at start only with forwarding on.
+  const outbox = await startTestService({}, { dir: tempDir() });
+  const other = outbox.config.databasePath;
+  await outbox.close();
+  damageRootPage(other, 'samples_planner_pending');
+  const planner = { url: 'http://127.0.0.1:9/', apiKey: 'key', defaultToken: 'token', tokens: new Map() };
+  expect((await refusedStart(testConfig(tempDir(), { databasePath: other, planner }))).message).toBe(damaged(other));
+});
+
 /** Why openStorage refuses `path`, or null when it opens. */
 async function refusal(path: string): Promise<string | null> {
   const opened = await openStorage({ databasePath: path, durability: 'full' }).catch((error: Error) => error);

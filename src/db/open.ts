@@ -1,5 +1,5 @@
 /** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
-import { Database } from 'bun:sqlite';
+import { Database, SQLiteError } from 'bun:sqlite';
 import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Durability } from '../config.ts';
@@ -51,6 +51,16 @@ export function openDatabase(path: string, durability: Durability, options: Open
 /** The refusal of a DATABASE_PATH that cannot hold the database, in one line naming it. */
 export function unusableDatabase(path: string, reason: string): StorageError {
   return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}`);
+}
+
+/**
+ * A start-up read that SQLite fails (a damaged page read only then, say) as the refusal of the file in
+ * one line, not a stack trace; any other error is left as it is.
+ */
+export function refusedBySqlite(error: unknown, path: string): unknown {
+  if (!(error instanceof SQLiteError)) return error;
+  const damaged = error.code === 'SQLITE_CORRUPT' || error.code === 'SQLITE_NOTADB';
+  return unusableDatabase(path, damaged ? `${error.message}; restore a backup (README: Backup and restore)` : error.message);
 }
 
 /**

@@ -3,13 +3,15 @@ import type { Database } from 'bun:sqlite';
 import type { Config } from '../config.ts';
 import { Committer, type CommitterOptions } from './committer.ts';
 import { migrate, migrationsPending, refuseNewerDatabase } from './migrate.ts';
-import { openDatabase } from './open.ts';
+import { openDatabase, refusedBySqlite } from './open.ts';
 import { takeServerLock, type ServerLock } from './server-lock.ts';
 
 export interface Storage {
   /** The main thread's connection: reads, and migrations at start-up. */
   db: Database;
   committer: Committer;
+  /** DATABASE_PATH, as the refusals name it. */
+  path: string;
   close(): Promise<void>;
 }
 
@@ -46,11 +48,12 @@ export async function openStorage(options: StorageOptions, { serverLock = false 
   } catch (error) {
     db.close();
     lock?.release();
-    throw error;
+    throw refusedBySqlite(error, options.databasePath);
   }
   return {
     db,
     committer,
+    path: options.databasePath,
     async close() {
       await committer.close();
       db.close();
@@ -65,6 +68,6 @@ export async function withStorage<T>(storage: Storage, build: () => T): Promise<
     return build();
   } catch (error) {
     await storage.close();
-    throw error;
+    throw refusedBySqlite(error, storage.path);
   }
 }
