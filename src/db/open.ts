@@ -109,7 +109,10 @@ export function databaseFile(db: Database): string {
   return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
 }
 
-/** Never open (and so never overwrite) a file that is not an SQLite database. */
+/**
+ * Never open (and so never overwrite) a file that is not an SQLite database, nor one beside another
+ * database's -wal.
+ */
 function assertSqliteFile(path: string): void {
   let size: number;
   try {
@@ -118,16 +121,38 @@ function assertSqliteFile(path: string): void {
     return; // absent: SQLite creates it
   }
   if (size === 0) return;
-  const header = Buffer.alloc(16);
+  const header = Buffer.alloc(20);
   const fd = openSync(path, 'r');
   try {
-    readSync(fd, header, 0, 16, 0);
+    readSync(fd, header, 0, header.length, 0);
   } finally {
     closeSync(fd);
   }
-  if (header.toString('latin1') !== SQLITE_HEADER) {
+  if (header.toString('latin1', 0, 16) !== SQLITE_HEADER) {
     throw new StorageError(`DATABASE_PATH ${path} is not an SQLite database; refusing to open it`);
   }
+  refuseForeignWal(path, header);
+}
+
+/** The header's write version (byte 18) of a database in WAL mode. */
+const WAL_MODE = 2;
+/** A -wal no longer than its header holds no writes. */
+const WAL_HEADER_BYTES = 32;
+
+/**
+ * A database not in WAL mode has no -wal of its own: one beside it belongs to the database it replaced
+ * (a backup copied into place, which `VACUUM INTO` writes without WAL), and SQLite would replay that
+ * database's writes into this one at the switch to WAL, damaging it.
+ */
+function refuseForeignWal(path: string, header: Buffer): void {
+  if (header[18] === WAL_MODE) return;
+  const wal = `${realpathSync(path)}-wal`;
+  const size = statSync(wal, { throwIfNoEntry: false })?.size ?? 0;
+  if (size <= WAL_HEADER_BYTES) return;
+  throw unusableDatabase(
+    path,
+    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would replay that -wal into it; move ${wal} and its -shm away, then start again (README: Backup and restore)`,
+  );
 }
 
 function applyPragmas(db: Database, durability: Durability, syncApart: boolean): void {

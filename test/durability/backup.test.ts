@@ -1,10 +1,10 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { beforeAll, expect, test } from 'bun:test';
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BACKUP_USAGE, backupCommand, type LinkFile } from '../../src/db/backup.ts';
-import { answer, consumptionChunk, INSTALLATION, startTestService, tempDir } from '../support.ts';
+import { answer, consumptionChunk, INSTALLATION, refusedStart, startTestService, tempDir, testConfig } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
@@ -86,6 +86,41 @@ test('a backup taken under load restores to a working database holding every wri
     sending = false;
     await Promise.all(load);
     await service.close();
+  }
+});
+
+test('a backup put in place beside the replaced database\'s -wal refuses the start, both left as they were; without that -wal it serves the backup', async () => {
+  const dir = tempDir('ev-ingest-backup-');
+  const service = await startTestService({}, { dir });
+  const path = service.config.databasePath;
+  const copy = join(tempDir('ev-ingest-backup-'), 'copy.db');
+  const staleWal = join(tempDir('ev-ingest-backup-'), 'stale-wal');
+  try {
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1) })).status).toBe(204);
+    expect((await runBackup(path, copy)).code).toBe(0);
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(2) })).status).toBe(204);
+    copyFileSync(`${path}-wal`, staleWal); // as a crash (or a restore that skipped the rm) would leave it
+  } finally {
+    await service.close();
+  }
+  copyFileSync(copy, path);
+  copyFileSync(staleWal, `${path}-wal`);
+  const walBytes = statSync(`${path}-wal`).size;
+  expect(walBytes).toBeGreaterThan(32);
+
+  expect((await refusedStart(testConfig(dir))).message).toBe(
+    `DATABASE_PATH ${path} cannot be used: ${path}-wal (${walBytes} bytes) belongs to another database: this file is not in WAL mode ` +
+      `(a backup put in place?), and SQLite would replay that -wal into it; move ${path}-wal and its -shm away, then start again (README: Backup and restore)`,
+  );
+  expect(readFileSync(path).equals(readFileSync(copy))).toBe(true);
+  expect(readFileSync(`${path}-wal`).equals(readFileSync(staleWal))).toBe(true);
+
+  renameSync(`${path}-wal`, join(dir, 'moved-away-wal'));
+  const restored = await startTestService({}, { dir });
+  try {
+    expect(restored.storage.db.query('SELECT recorded_at AS at FROM consumption_chunks').all()).toEqual([{ at: 1 }]);
+  } finally {
+    await restored.close();
   }
 });
 
