@@ -720,6 +720,34 @@ test('an outcome whose write fails is written again later; its sample is not sen
   expect(states(target, OTHER_INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
+test('a disk that stays full is logged at its first failed write and then once a minute (every 60th retry), and its end once', async () => {
+  const fake = planner();
+  let retry = () => {};
+  let retries = 0;
+  const timers = {
+    ...fastTimers(),
+    delay: (ms: number, expire: () => void) => (ms === limits.plannerMarkRetryMs ? ((retries += 1), (retry = expire), () => {}) : after(ms / 20, expire)),
+  };
+  const target = await service(forwarding(fake), { timers });
+  const diskFull = failWrites(target, 'plannerSettled', Infinity);
+  await forward(target, INSTALLATION, samplesAt(T0));
+  for (let n = 1; n <= 120; n += 1) {
+    await waitUntil(() => retries === n); // the last write failed and its retry is due
+    retry();
+  }
+  await waitUntil(() => retries === 121);
+  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).map((line) => line.replace(/^\S+ /, ''))).toEqual([
+    'error planner.mark_failed samples=1 failures=1 reason="database or disk is full"',
+    'error planner.mark_failed samples=1 failures=61 reason="database or disk is full"',
+    'error planner.mark_failed samples=1 failures=121 reason="database or disk is full"',
+  ]);
+  diskFull();
+  retry();
+  await waitUntil(() => target.log.lines.some((line) => line.includes('planner.mark_recovered')));
+  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).slice(3)).toEqual([expect.stringMatching(/ info planner\.mark_recovered failures=121$/)]);
+  expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
+});
+
 test('attempts already waiting for a request slot when an outcome cannot be written do not send either', async () => {
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -797,7 +825,10 @@ test('while outcomes cannot be written (a full disk), a restart sends again only
   await fake.waitFor(1);
   await waitUntil(() => target.planner.attemptsHeld === 1); // the next sample's attempt, held
   expect(fake.utcsOf(TOKEN)).toEqual([T0]);
-  await target.close(); // its last write of T0's outcome fails too
+  const failuresLogged = () => target.log.lines.filter((line) => line.includes('planner.mark_failed')).length;
+  const loggedBeforeStop = failuresLogged();
+  await target.close(); // its last write of T0's outcome fails too, and is logged whatever the count
+  expect(failuresLogged()).toBe(loggedBeforeStop + 1);
 
   const restarted = await service(forwarding(fake), { dir });
   await restarted.planner.idle();

@@ -25,6 +25,8 @@ export class OutcomeLedger {
   private readonly heldForOutcomes: (() => void)[] = [];
   /** Set at shutdown (see `halt`). */
   private halted = false;
+  /** Writes of outcomes failed in a row (see `logFailure`). */
+  private failures = 0;
 
   constructor(
     private readonly committer: Committer,
@@ -103,15 +105,27 @@ export class OutcomeLedger {
   private async writeOutcomes(samples: SettledSample[]): Promise<void> {
     try {
       await this.committer.write('plannerSettled', samples);
+      if (this.failures > 0) this.log.info('planner.mark_recovered', { failures: this.failures });
+      this.failures = 0;
       this.recorded(samples);
     } catch (error) {
-      this.log.error('planner.mark_failed', { samples: samples.length, reason: (error as Error).message });
+      this.logFailure(samples.length, error as Error);
       for (const { installationId, utc } of samples) {
         this.unrecorded.set(installationId, (this.unrecorded.get(installationId) ?? new Set()).add(utc));
       }
       this.settled.push(...samples);
       if (!this.halted) void this.writeSettledIn(limits.plannerMarkRetryMs);
     }
+  }
+
+  /**
+   * A disk that stays full fails the write once a second: its first failure is logged, then one in
+   * `plannerMarkFailuresLogged` with the count so far, and the last try at shutdown.
+   */
+  private logFailure(samples: number, error: Error): void {
+    this.failures += 1;
+    if ((this.failures - 1) % limits.plannerMarkFailuresLogged !== 0 && !this.halted) return;
+    this.log.error('planner.mark_failed', { samples, failures: this.failures, reason: error.message });
   }
 
   private recorded(samples: SettledSample[]): void {
