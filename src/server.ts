@@ -172,6 +172,9 @@ export function listen(
   return Bun.serve({
     hostname: host,
     port,
+    // Bun sets SO_REUSEPORT unless told not to: a second ev-ingest (another database) would share the port
+    // and silently take half of every car's requests, instead of refusing to start.
+    reusePort: false,
     // Never Bun's development error page (a stack trace) for a failure escaping the handler, whatever NODE_ENV says.
     development: false,
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413

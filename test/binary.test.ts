@@ -254,6 +254,16 @@ describe('one server per database', () => {
     db.close();
   });
 
+  test('a second server on another database but the same port exits 1 with one line instead of sharing the port', async () => {
+    const cwd = tempDir();
+    const first = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'a.db') }, cwd);
+    const port = first.url.port;
+    const second = await launchBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'b.db'), PORT: port }, cwd);
+    expect(second).toEqual({ exited: { code: 1, stdout: expect.any(String), stderr: expect.stringMatching(new RegExp(`^ev-ingest: cannot listen on HOST 127\\.0\\.0\\.1 PORT ${port}: [^\\n]+\\n$`)) } });
+    expect((await fetch(new URL('/v1/health', first.url))).status).toBe(200);
+    expect(await first.stop()).toBe(0);
+  });
+
   test('the lock goes with the server: after a stop or a SIGKILL the next one starts', async () => {
     const cwd = tempDir();
     const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
