@@ -1,7 +1,7 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -81,6 +81,24 @@ test('a damaged page that only the start reads refuses the start in one line, no
   damageRootPage(other, 'samples_planner_pending');
   const planner = { url: 'http://127.0.0.1:9/', apiKey: 'key', defaultToken: 'token', tokens: new Map() };
   expect((await refusedStart(testConfig(tempDir(), { databasePath: other, planner }))).message).toBe(damaged(other));
+});
+
+test('a database on a full file system is refused saying so, where SQLite says only "disk I/O error"; it starts once space is freed', async () => {
+  const mountPoint = tempDir();
+  expect(Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mountPoint]).exitCode).toBe(0); // the tests run as root, as chattr's do
+  try {
+    const config = testConfig(join(mountPoint, 'data'));
+    await (await startTestService({ databasePath: config.databasePath })).close();
+    const filler = join(mountPoint, 'filler');
+    Bun.spawnSync(['dd', 'if=/dev/zero', `of=${filler}`, 'bs=4k']); // until the file system is full
+    expect((await refusedStart(config)).message).toBe(
+      `DATABASE_PATH ${config.databasePath} cannot be used: disk I/O error; the file system holding it has no space left`,
+    );
+    rmSync(filler);
+    await (await startTestService({ databasePath: config.databasePath })).close();
+  } finally {
+    Bun.spawnSync(['umount', '-l', mountPoint]);
+  }
 });
 
 /** Why openStorage refuses `path`, or null when it opens. */

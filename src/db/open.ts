@@ -1,6 +1,6 @@
 /** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
 import { Database, SQLiteError } from 'bun:sqlite';
-import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, statfsSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Durability } from '../config.ts';
 import { limits } from '../limits.ts';
@@ -50,7 +50,18 @@ export function openDatabase(path: string, durability: Durability, options: Open
 
 /** The refusal of a DATABASE_PATH that cannot hold the database, in one line naming it. */
 export function unusableDatabase(path: string, reason: string): StorageError {
-  return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}`);
+  const full = !reason.includes('disk is full') && noSpaceLeft(dirname(path)) ? '; the file system holding it has no space left' : '';
+  return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}${full}`);
+}
+
+/** Whether `folder`'s file system is full for this process: SQLite says only `disk I/O error` when it cannot make a -shm there. */
+function noSpaceLeft(folder: string): boolean {
+  try {
+    const { bavail, bfree } = statfsSync(folder);
+    return (process.getuid?.() === 0 ? bfree : bavail) === 0; // root may write into the blocks kept back for it
+  } catch {
+    return false; // no folder: the reason says so
+  }
 }
 
 /**
