@@ -172,8 +172,8 @@ export function listen(
   return Bun.serve({
     hostname: host,
     port,
-    // Bun sets SO_REUSEPORT unless told not to: a second ev-ingest (another database) would share the port
-    // and silently take half of every car's requests, instead of refusing to start.
+    // With development off Bun sets SO_REUSEPORT unless told not to: a second ev-ingest (another database)
+    // would share the port and silently take half of every car's requests, instead of refusing to start.
     reusePort: false,
     // Never Bun's development error page (a stack trace) for a failure escaping the handler, whatever NODE_ENV says.
     development: false,

@@ -7,6 +7,7 @@ import { existsSync, linkSync, lstatSync, renameSync, rmSync, statSync, writeFil
 import { dirname } from 'node:path';
 import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
+import { refuseForeignWal } from './open.ts';
 import { createPrivateFile, syncPath, unsupportedByFileSystem } from './private-file.ts';
 import { workerEntry } from './worker-entry.ts';
 
@@ -58,6 +59,8 @@ interface BackupRun {
  */
 async function backupDatabase(source: string, target: string, { stopped, leftBehind, link }: BackupRun): Promise<number> {
   if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
+  // Its connection would take another database's -wal into the file for good, as a server's would.
+  refuseForeignWal(source);
   // lstat: a dangling symbolic link is there too, and the link into place would refuse it only after the whole copy.
   if (lstatSync(target, { throwIfNoEntry: false })) throw new Error(`${target} already exists; choose a new file`);
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);

@@ -33,6 +33,8 @@ export function openDatabase(path: string, durability: Durability, options: Open
   let db: Database | undefined;
   try {
     createPrivateFolders(dirname(path));
+    // Before the writability checks, which would call a -wal left by another user one holding answered writes.
+    if (options.checkHeader) refuseForeignWal(path);
     assertWritable(path);
     // Made here, not by SQLite, which would give it (so its -wal and -shm) the umask's mode; only when
     // absent, so never a file this process holds locks on.
@@ -50,15 +52,18 @@ export function openDatabase(path: string, durability: Durability, options: Open
 
 /** The refusal of a DATABASE_PATH that cannot hold the database, in one line naming it. */
 export function unusableDatabase(path: string, reason: string): StorageError {
-  const full = !reason.includes('disk is full') && noSpaceLeft(dirname(path)) ? '; the file system holding it has no space left' : '';
+  const full = !reason.includes('disk is full') && noSpaceLeft(path) ? '; the file system holding it has no space left' : '';
   return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}${full}`);
 }
 
-/** Whether `folder`'s file system is full for this process: SQLite says only `disk I/O error` when it cannot make a -shm there. */
-function noSpaceLeft(folder: string): boolean {
+/**
+ * Whether the file system of the database's real folder is full: SQLite says only `disk I/O error`
+ * when it cannot make a -shm there. By the blocks free to all: ext4 counts in the rest some that even
+ * root cannot use.
+ */
+function noSpaceLeft(path: string): boolean {
   try {
-    const { bavail, bfree } = statfsSync(folder);
-    return (process.getuid?.() === 0 ? bfree : bavail) === 0; // root may write into the blocks kept back for it
+    return statfsSync(dirname(existsSync(path) ? realpathSync(path) : path)).bavail === 0;
   } catch {
     return false; // no folder: the reason says so
   }
@@ -70,7 +75,7 @@ function noSpaceLeft(folder: string): boolean {
  */
 export function refusedBySqlite(error: unknown, path: string): unknown {
   if (!(error instanceof SQLiteError)) return error;
-  const damaged = error.code === 'SQLITE_CORRUPT' || error.code === 'SQLITE_NOTADB';
+  const damaged = error.code?.startsWith('SQLITE_CORRUPT') || error.code === 'SQLITE_NOTADB';
   return unusableDatabase(path, damaged ? `${error.message}; restore a backup (README: Backup and restore)` : error.message);
 }
 
@@ -120,29 +125,30 @@ export function databaseFile(db: Database): string {
   return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
 }
 
-/**
- * Never open (and so never overwrite) a file that is not an SQLite database, nor one beside another
- * database's -wal.
- */
+/** Never open (and so never overwrite) a file that is not an SQLite database. */
 function assertSqliteFile(path: string): void {
-  let size: number;
-  try {
-    size = statSync(path).size;
-  } catch {
-    return; // absent: SQLite creates it
+  const header = readHeader(path);
+  if (header !== null && header.toString('latin1', 0, 16) !== SQLITE_HEADER) {
+    throw new StorageError(`DATABASE_PATH ${path} is not an SQLite database; refusing to open it`);
   }
-  if (size === 0) return;
-  const header = Buffer.alloc(20);
-  const fd = openSync(path, 'r');
+}
+
+/** The first bytes of the file, through its write version (byte 18); null when it is absent, empty or unreadable. */
+function readHeader(path: string): Buffer | null {
+  let fd: number;
   try {
+    if (statSync(path).size === 0) return null;
+    fd = openSync(path, 'r');
+  } catch {
+    return null; // absent (SQLite creates it), or unreadable (assertWritable says so)
+  }
+  try {
+    const header = Buffer.alloc(20);
     readSync(fd, header, 0, header.length, 0);
+    return header;
   } finally {
     closeSync(fd);
   }
-  if (header.toString('latin1', 0, 16) !== SQLITE_HEADER) {
-    throw new StorageError(`DATABASE_PATH ${path} is not an SQLite database; refusing to open it`);
-  }
-  refuseForeignWal(path, header);
 }
 
 /** The header's write version (byte 18) of a database in WAL mode. */
@@ -152,17 +158,19 @@ const WAL_HEADER_BYTES = 32;
 
 /**
  * A database not in WAL mode has no -wal of its own: one beside it belongs to the database it replaced
- * (a backup copied into place, which `VACUUM INTO` writes without WAL), and SQLite would replay that
- * database's writes into this one at the switch to WAL, damaging it.
+ * (a copy by `ev-ingest backup`, whose `VACUUM INTO` writes without WAL, put in place), and SQLite's
+ * first read of the file would take that database's writes into this one, damaging it. The -wal is
+ * looked at first: once one holds writes, a header read after it shows WAL mode if it is this file's.
  */
-function refuseForeignWal(path: string, header: Buffer): void {
-  if (header[18] === WAL_MODE) return;
-  const wal = `${realpathSync(path)}-wal`;
+export function refuseForeignWal(path: string): void {
+  const wal = `${existsSync(path) ? realpathSync(path) : path}-wal`;
   const size = statSync(wal, { throwIfNoEntry: false })?.size ?? 0;
   if (size <= WAL_HEADER_BYTES) return;
+  const header = readHeader(path);
+  if (header === null || header.toString('latin1', 0, 16) !== SQLITE_HEADER || header[18] === WAL_MODE) return;
   throw unusableDatabase(
     path,
-    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would replay that -wal into it; move ${wal} and its -shm away, then start again (README: Backup and restore)`,
+    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (README: Backup and restore)`,
   );
 }
 

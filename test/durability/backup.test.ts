@@ -108,10 +108,12 @@ test('a backup put in place beside the replaced database\'s -wal refuses the sta
   const walBytes = statSync(`${path}-wal`).size;
   expect(walBytes).toBeGreaterThan(32);
 
-  expect((await refusedStart(testConfig(dir))).message).toBe(
+  const refusal =
     `DATABASE_PATH ${path} cannot be used: ${path}-wal (${walBytes} bytes) belongs to another database: this file is not in WAL mode ` +
-      `(a backup put in place?), and SQLite would replay that -wal into it; move ${path}-wal and its -shm away, then start again (README: Backup and restore)`,
-  );
+    `(a backup put in place?), and SQLite would take that -wal's writes into it; move ${path}-wal and its -shm away first (README: Backup and restore)`;
+  expect((await refusedStart(testConfig(dir))).message).toBe(refusal);
+  // A backup of it would take them in for good, as a start would.
+  expect(await runBackup(path, join(dir, 'saved.db'))).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${refusal}\n` });
   expect(readFileSync(path).equals(readFileSync(copy))).toBe(true);
   expect(readFileSync(`${path}-wal`).equals(readFileSync(staleWal))).toBe(true);
 
