@@ -20,11 +20,12 @@ export function compiledBinary(): Promise<string> {
 
 let starts = 0;
 
-// A test that fails before it stops its server must not leave the process running.
 const running = new Set<Bun.Subprocess>();
-process.on('exit', () => {
+
+/** Ends every binary still running: a test that fails before it stops its server must not leave it behind (cleanup.ts). */
+export function killStrayBinaries(): void {
   for (const child of running) child.kill('SIGKILL');
-});
+}
 
 export interface RunningBinary {
   url: URL;
