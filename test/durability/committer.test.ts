@@ -341,16 +341,21 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     await withHeldSyncs('fast-flush-stop', { durability: 'fast' }, async ({ committer, syncs }) => {
       const broken: string[] = [];
       committer.onBroken = (error) => void broken.push(error.message);
-      const walClosed = spyOn(WalSync.prototype, 'close');
+      // The stop's close of the WAL is held until the test lets it go, however fast the writer stops.
+      const closeWal = WalSync.prototype.close;
+      let letClose = () => {};
+      const walClosed = spyOn(WalSync.prototype, 'close').mockImplementation(function (this: WalSync) {
+        return new Promise<void>((resolve) => (letClose = () => resolve(closeWal.call(this))));
+      });
       try {
         await within(committer.write('insertDevice', device('a')), 'a write with DURABILITY=fast, its syncs held');
         const first = committer.flush();
         const closing = committer.close();
-        await Bun.sleep(0);
+        await waitUntil(() => walClosed.mock.calls.length === 1); // the writer stopped; the WAL is about to close
         const second = committer.flush(); // as the stop goes on: waits for the next sync
         syncs.calls[0]!.finish(); // the first ends, the second's sync starts
         const third = committer.flush(); // behind the second's sync, before the WAL is closed
-        await waitUntil(() => walClosed.mock.calls.length === 1);
+        letClose();
         const late = committer.flush(); // after the close
         syncs.release();
         const outcomes = await Promise.all([first, second, third, late].map((flush) => flush.then(() => 'synced', (error: Error) => error.name)));
