@@ -63,7 +63,7 @@ export function unusableDatabase(path: string, reason: string): StorageError {
  */
 function noSpaceLeft(path: string): boolean {
   try {
-    return statfsSync(dirname(existsSync(path) ? realpathSync(path) : path)).bavail === 0;
+    return statfsSync(dirname(realFile(path))).bavail === 0;
   } catch {
     return false; // no folder: the reason says so
   }
@@ -85,7 +85,7 @@ export function refusedBySqlite(error: unknown, path: string): unknown {
  */
 function assertWritable(path: string): void {
   const exists = existsSync(path);
-  const file = exists ? realpathSync(path) : path; // the -wal and -shm lie beside the real file
+  const file = realFile(path);
   const folder = dirname(file);
   const folderRefused = accessRefusal(folder);
   if (folderRefused) {
@@ -125,10 +125,17 @@ export function databaseFile(db: Database): string {
   return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
 }
 
+/** The file a path names, symbolic links resolved: SQLite keeps its -wal and -shm beside it. The path itself while absent. */
+function realFile(path: string): string {
+  return existsSync(path) ? realpathSync(path) : path;
+}
+
+const isSqliteHeader = (header: Buffer) => header.toString('latin1', 0, 16) === SQLITE_HEADER;
+
 /** Never open (and so never overwrite) a file that is not an SQLite database. */
 function assertSqliteFile(path: string): void {
   const header = readHeader(path);
-  if (header !== null && header.toString('latin1', 0, 16) !== SQLITE_HEADER) {
+  if (header !== null && !isSqliteHeader(header)) {
     throw new StorageError(`DATABASE_PATH ${path} is not an SQLite database; refusing to open it`);
   }
 }
@@ -163,11 +170,11 @@ const WAL_HEADER_BYTES = 32;
  * looked at first: once one holds writes, a header read after it shows WAL mode if it is this file's.
  */
 export function refuseForeignWal(path: string): void {
-  const wal = `${existsSync(path) ? realpathSync(path) : path}-wal`;
+  const wal = `${realFile(path)}-wal`;
   const size = statSync(wal, { throwIfNoEntry: false })?.size ?? 0;
   if (size <= WAL_HEADER_BYTES) return;
   const header = readHeader(path);
-  if (header === null || header.toString('latin1', 0, 16) !== SQLITE_HEADER || header[18] === WAL_MODE) return;
+  if (header === null || !isSqliteHeader(header) || header[18] === WAL_MODE) return;
   throw unusableDatabase(
     path,
     `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (README: Backup and restore)`,
