@@ -14,6 +14,7 @@ import {
   currentDevicesVersion,
   deviceKey,
   listDevices,
+  uncollectedDeviceIds,
   type ActiveDevice,
   type Device,
 } from './store.ts';
@@ -34,8 +35,6 @@ export class DeviceRegistry {
   private byHash = new Map<string, DeviceIdentity>();
   private lastSeenWritten = new Map<string, number>();
   private devicesVersion = -1;
-  /** The active devices whose car had not collected the token at the last read: start-up revokes them. */
-  private uncollectedIds: readonly string[] = [];
   private watcher: Timer | null = null;
 
   constructor(
@@ -59,7 +58,6 @@ export class DeviceRegistry {
       throw new StorageError(`paired devices cannot be loaded: ${(error as Error).message}`);
     }
     this.byHash = new Map(rows.map((row) => [row.tokenHash, { id: row.id, installationId: row.installationId }]));
-    this.uncollectedIds = rows.filter((row) => row.awaitingCollection === 1).map((row) => row.id);
     this.devicesVersion = version;
   }
 
@@ -119,9 +117,9 @@ export class DeviceRegistry {
     return collected;
   }
 
-  /** The ids of the active devices whose car had not collected the token at the last read. */
-  uncollected(): readonly string[] {
-    return this.uncollectedIds;
+  /** The ids of the active devices whose car has not collected the token, read now. */
+  uncollected(): string[] {
+    return uncollectedDeviceIds(this.db);
   }
 
   /** Revokes every active device whose car has not collected the token and stops accepting those; answers their ids. */

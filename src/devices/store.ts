@@ -15,8 +15,6 @@ export interface ActiveDevice {
   id: string;
   installationId: string;
   tokenHash: string;
-  /** 1 while its car has not collected the token (see UNCOLLECTED); 0 or null otherwise. */
-  awaitingCollection: number | null;
 }
 
 const DEVICE_COLUMNS = `id, installation_id AS installationId, name, created_at AS createdAt,
@@ -25,8 +23,7 @@ const DEVICE_COLUMNS = `id, installation_id AS installationId, name, created_at 
 export function activeDevices(db: Database): ActiveDevice[] {
   return db
     .query<ActiveDevice, []>(
-      `SELECT id, installation_id AS installationId, token_hash AS tokenHash, awaiting_collection = 1 AS awaitingCollection
-       FROM devices WHERE revoked_at IS NULL`,
+      'SELECT id, installation_id AS installationId, token_hash AS tokenHash FROM devices WHERE revoked_at IS NULL',
     )
     .all();
 }
@@ -97,5 +94,12 @@ const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
     .all({ at })
     .map((row) => row.id);
 
+/** The active devices whose car has not collected the token: at start-up, those no car can collect any more. */
+export function uncollectedDeviceIds(db: Database): string[] {
+  return db
+    .query<{ id: string }, []>(`SELECT id FROM devices WHERE ${UNCOLLECTED}`)
+    .all()
+    .map((row) => row.id);
+}
 
 export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };

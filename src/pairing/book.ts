@@ -224,7 +224,8 @@ export class PairingBook {
  * At start-up: a device approved in an earlier run whose token was never collected can never be, its
  * request being lost with the restart; it is revoked, as its request's expiry would have. A failed
  * revocation is logged, not thrown: the service runs on (those tokens never left the server) and the
- * next start tries again. Which devices are left over is known from the devices' read at start (`load()`).
+ * next start tries again. Which devices are left over is read first; a failure of that read refuses the
+ * start, as any read at start does (`refusedBySqlite`).
  */
 export function revokeLeftovers(devices: DeviceRegistry, log: Logger): Promise<void> {
   const leftovers = devices.uncollected();
