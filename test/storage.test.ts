@@ -81,6 +81,15 @@ test('a damaged page that only the start reads refuses the start in one line, no
   damageRootPage(other, 'samples_planner_pending');
   const planner = { url: 'http://127.0.0.1:9/', apiKey: 'key', defaultToken: 'token', tokens: new Map() };
   expect((await refusedStart(testConfig(tempDir(), { databasePath: other, planner }))).message).toBe(damaged(other));
+
+  // Page 1's own b-tree (the schema), read as the file is opened.
+  const schema = await startTestService({}, { dir: tempDir() });
+  const third = schema.config.databasePath;
+  await schema.close();
+  const bytes = readFileSync(third);
+  bytes.fill(0xff, 100, 108);
+  writeFileSync(third, bytes);
+  expect((await refusedStart(testConfig(tempDir(), { databasePath: third }))).message).toBe(damaged(third));
 });
 
 test('a database on a full file system is refused saying so, where SQLite says only "disk I/O error"; it starts once space is freed', async () => {

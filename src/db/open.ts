@@ -1,5 +1,5 @@
 /** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
-import { Database, SQLiteError } from 'bun:sqlite';
+import { Database } from 'bun:sqlite';
 import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, statfsSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Durability } from '../config.ts';
@@ -45,15 +45,29 @@ export function openDatabase(path: string, durability: Durability, options: Open
     return db;
   } catch (error) {
     db?.close();
-    if (error instanceof StorageError) throw error;
-    throw unusableDatabase(path, (error as Error).message);
+    throw refusalOf(path, error);
   }
 }
 
 /** The refusal of a DATABASE_PATH that cannot hold the database, in one line naming it. */
 export function unusableDatabase(path: string, reason: string): StorageError {
-  const full = !reason.includes('disk is full') && noSpaceLeft(path) ? '; the file system holding it has no space left' : '';
-  return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}${full}`);
+  return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}`);
+}
+
+/**
+ * A failure to open or read the database at start as the refusal of DATABASE_PATH in one line, not a
+ * stack trace, saying what to do where SQLite's words do not (a damaged file, a full disk); a refusal
+ * already made passes as it is.
+ */
+export function refusalOf(path: string, error: unknown): StorageError {
+  if (error instanceof StorageError) return error;
+  const reason = (error as Error).message;
+  const code = sqliteCode(error) ?? '';
+  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
+    return unusableDatabase(path, `${reason}; restore a backup (README: Backup and restore)`);
+  }
+  if (code.startsWith('SQLITE_IOERR') && noSpaceLeft(path)) return unusableDatabase(path, `${reason}; the file system holding it has no space left`);
+  return unusableDatabase(path, reason);
 }
 
 /**
@@ -67,16 +81,6 @@ function noSpaceLeft(path: string): boolean {
   } catch {
     return false; // no folder: the reason says so
   }
-}
-
-/**
- * A start-up read that SQLite fails (a damaged page read only then, say) as the refusal of the file in
- * one line, not a stack trace; any other error is left as it is.
- */
-export function refusedBySqlite(error: unknown, path: string): unknown {
-  if (!(error instanceof SQLiteError)) return error;
-  const damaged = error.code?.startsWith('SQLITE_CORRUPT') || error.code === 'SQLITE_NOTADB';
-  return unusableDatabase(path, damaged ? `${error.message}; restore a backup (README: Backup and restore)` : error.message);
 }
 
 /**

@@ -1,9 +1,9 @@
 /** The database as the service uses it: a read connection on this thread, writes through the writer. */
-import type { Database } from 'bun:sqlite';
+import { SQLiteError, type Database } from 'bun:sqlite';
 import type { Config } from '../config.ts';
 import { Committer, type CommitterOptions } from './committer.ts';
 import { migrate, migrationsPending, refuseNewerDatabase } from './migrate.ts';
-import { openDatabase, refusedBySqlite } from './open.ts';
+import { openDatabase, refusalOf } from './open.ts';
 import { takeServerLock, type ServerLock } from './server-lock.ts';
 
 export interface Storage {
@@ -48,7 +48,7 @@ export async function openStorage(options: StorageOptions, { serverLock = false 
   } catch (error) {
     db.close();
     lock?.release();
-    throw refusedBySqlite(error, options.databasePath);
+    throw startRefusal(options.databasePath, error);
   }
   return {
     db,
@@ -68,6 +68,11 @@ export async function withStorage<T>(storage: Storage, build: () => T): Promise<
     return build();
   } catch (error) {
     await storage.close();
-    throw refusedBySqlite(error, storage.path);
+    throw startRefusal(storage.path, error);
   }
+}
+
+/** A read at start that SQLite fails (a damaged page read only then) refuses the start in one line; anything else is a bug and keeps its stack. */
+function startRefusal(path: string, error: unknown): unknown {
+  return error instanceof SQLiteError ? refusalOf(path, error) : error;
 }

@@ -225,7 +225,7 @@ export class PairingBook {
  * request being lost with the restart; it is revoked, as its request's expiry would have. A failed
  * revocation is logged, not thrown: the service runs on (those tokens never left the server) and the
  * next start tries again. Which devices are left over is read first; a failure of that read refuses the
- * start, as any read at start does (`refusedBySqlite`).
+ * start, as any read at start does (`refusalOf`).
  */
 export function revokeLeftovers(devices: DeviceRegistry, log: Logger): Promise<void> {
   const leftovers = devices.uncollected();
