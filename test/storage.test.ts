@@ -136,7 +136,7 @@ test('a database file or folder it cannot write is refused with one line naming 
     expect(await refusal(link)).toBe(
       `DATABASE_PATH ${link} cannot be used: the folder ${locked} must be writable (EPERM); SQLite keeps real.db-wal and real.db-shm beside the file`,
     );
-    expect(await refusal(writable)).toBe(`DATABASE_PATH ${writable} cannot be used: the file ${writable} must be writable (EPERM)`);
+    expect(await refusal(writable)).toBe(`DATABASE_PATH ${writable} cannot be used: the file ${writable} must be readable and writable (EPERM)`);
   } finally {
     for (const undoOne of undo) undoOne();
   }

@@ -17,7 +17,8 @@ export interface OpenOptions {
   /** Commit FULL's writes without their sync, which the committer runs apart (wal-sync.ts). */
   syncApart?: boolean;
   /**
-   * Refuse a file that is not an SQLite database, by reading its header. Only for the process's first
+   * Refuse a file that is not an SQLite database, and one beside another database's -wal, by reading its
+   * header (and the -wal's size). Only for the process's first
    * connection to the file: closing any descriptor of a file drops every lock the process holds on it,
    * and without its shared lock another program's connection (an `sqlite3` shell) takes itself for the
    * last one when it closes, and deletes the live WAL.
@@ -96,8 +97,8 @@ function assertWritable(path: string): void {
     const name = basename(file);
     throw unusableDatabase(path, `the folder ${folder} must be writable (${folderRefused}); SQLite keeps ${name}-wal and ${name}-shm beside the file`);
   }
-  const fileRefused = exists ? accessRefusal(file) : undefined;
-  if (fileRefused) throw unusableDatabase(path, `the file ${file} must be writable (${fileRefused})`);
+  const fileRefused = exists ? accessRefusal(file, READ_WRITE) : undefined;
+  if (fileRefused) throw unusableDatabase(path, `the file ${file} must be readable and writable (${fileRefused})`);
   // Left by a server run as another user (root, once): SQLite would say only `unable to open database file`.
   const besides = [[`${file}-wal`, ', never delete it: it holds answered writes'], [`${file}-shm`, '']] as const;
   for (const [beside, advice] of besides) {
@@ -151,7 +152,7 @@ function readHeader(path: string): Buffer | null {
     if (statSync(path).size === 0) return null;
     fd = openSync(path, 'r');
   } catch {
-    return null; // absent (SQLite creates it), or unreadable (assertWritable says so)
+    return null; // absent (SQLite creates it), or unreadable (assertWritable refuses it)
   }
   try {
     const header = Buffer.alloc(20);
