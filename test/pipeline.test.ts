@@ -1,7 +1,7 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { handlerReadsBody, ingestBodyBounds, readBody } from '../src/http/body.ts';
-import { authenticatedBody, noContent, ownedPath } from '../src/http/ingest.ts';
+import { noContent, ownedBody, ownedPath } from '../src/http/ingest.ts';
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
@@ -32,9 +32,12 @@ beforeAll(async () => {
   service.app
     .post(
       '/test/echo',
-      authenticatedBody(service.auth, ingestBodyBounds, ({ body }) => {
-        return { keys: Object.keys(body).length };
-      }),
+      ownedBody(
+        service.auth,
+        ingestBodyBounds,
+        (body) => ({ installationId: INSTALLATION, keys: Object.keys(body).length }),
+        ({ keys }) => ({ keys }),
+      ),
       handlerReadsBody,
     )
     .get(

@@ -11,12 +11,12 @@ interface RouteContext {
   params: Record<string, string>;
 }
 
-export interface Authenticated {
+interface Authenticated {
   caller: Caller;
   params: Record<string, string>;
 }
 
-export interface AuthenticatedBody extends Authenticated {
+interface AuthenticatedBody extends Authenticated {
   body: Record<string, unknown>;
 }
 
@@ -34,7 +34,7 @@ function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (inpu
 }
 
 /** A handler that runs for a valid bearer token and a JSON object body within `bounds`. */
-export function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: AuthenticatedBody) => R) {
+function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: AuthenticatedBody) => R) {
   return async ({ request, params }: RouteContext) => {
     const caller = auth.authenticate(request.headers.get('authorization'));
     const body = await readJsonObject(request, bounds);
