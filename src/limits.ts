@@ -107,7 +107,7 @@ export const limits = {
   plannerMarkGatherMs: 20,
   /** Wait before writing again outcomes whose write failed (a full disk); meanwhile their samples are not resent. */
   plannerMarkRetryMs: 1000,
-  /** Of the failed writes of outcomes in a row, the first and then every this many are logged: once a minute, not once a second. */
+  /** Of the failed writes of outcomes in a row (one per `plannerMarkRetryMs`), the first and then every this many are logged: once a minute. */
   plannerMarkFailuresLogged: 60,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
