@@ -4,7 +4,7 @@ import { beforeAll, expect, test } from 'bun:test';
 import { closeSync, copyFileSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BACKUP_USAGE, backupCommand, type LinkFile } from '../../src/db/backup.ts';
-import { answer, consumptionChunk, INSTALLATION, refusedStart, startTestService, tempDir, testConfig } from '../support.ts';
+import { answer, consumptionChunk, INSTALLATION, refusedStart, runDevicesCommand, startTestService, tempDir, testConfig } from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
@@ -114,6 +114,7 @@ test('a backup put in place beside the replaced database\'s -wal refuses the sta
   expect((await refusedStart(testConfig(dir))).message).toBe(refusal);
   // A backup of it would take them in for good, as a start would.
   expect(await runBackup(path, join(dir, 'saved.db'))).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${refusal}\n` });
+  expect(await runDevicesCommand(path, ['list'])).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: ${refusal}\n` });
   expect(readFileSync(path).equals(readFileSync(copy))).toBe(true);
   expect(readFileSync(`${path}-wal`).equals(readFileSync(staleWal))).toBe(true);
 
