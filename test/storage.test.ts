@@ -5,7 +5,7 @@ import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, readlinkSyn
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { openDatabase, StorageError } from '../src/db/open.ts';
+import { openDatabase, refusalOf, StorageError } from '../src/db/open.ts';
 import { createPrivateFile, createPrivateFolders } from '../src/db/private-file.ts';
 import { pendingSamplesReader } from '../src/planner/store.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
@@ -108,6 +108,18 @@ test('a database on a full file system is refused saying so, where SQLite says o
   } finally {
     Bun.spawnSync(['umount', '-l', mountPoint]);
   }
+});
+
+test('a failure at start is refused in one line, with the advice its SQLite code calls for', () => {
+  const path = join(tempDir(), 'ev.db'); // on a file system with space left
+  const failure = (code: string, message: string) => refusalOf(path, Object.assign(new Error(message), { code })).message;
+  const advice = '; restore a backup (README: Backup and restore)';
+  expect(failure('SQLITE_CORRUPT_INDEX', 'database disk image is malformed')).toBe(`DATABASE_PATH ${path} cannot be used: database disk image is malformed${advice}`);
+  expect(failure('SQLITE_NOTADB', 'file is not a database')).toBe(`DATABASE_PATH ${path} cannot be used: file is not a database${advice}`);
+  expect(failure('SQLITE_IOERR_SHMOPEN', 'disk I/O error')).toBe(`DATABASE_PATH ${path} cannot be used: disk I/O error`); // no full disk to blame
+  expect(failure('EACCES', 'permission denied')).toBe(`DATABASE_PATH ${path} cannot be used: permission denied`);
+  const made = new StorageError('already a refusal');
+  expect(refusalOf(path, made)).toBe(made);
 });
 
 /** Why openStorage refuses `path`, or null when it opens. */
