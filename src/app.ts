@@ -11,12 +11,14 @@ import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
-import { answerError } from './http/on-error.ts';
+import { answerError, pathOf } from './http/on-error.ts';
+import { RepeatedEvent } from './http/security-log.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
 import { PairingBook, revokeLeftovers } from './pairing/book.ts';
+import { KnownAddresses } from './pairing/known-addresses.ts';
 import { ApprovalLock } from './pairing/lock.ts';
-import { pageHeadersOf } from './pairing/page.tsx';
+import { NO_STORE, pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import type { PathHeaders } from './http/on-error.ts';
@@ -58,7 +60,8 @@ export function createApp({
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
-  const auth = new Authenticator(config.ingestToken, devices);
+  const badTokens = { event: new RepeatedEvent(log, 'auth.bad_token', elapsed), trustProxy: config.trustProxy };
+  const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
@@ -68,19 +71,22 @@ export function createApp({
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
     book: new PairingBook(devices, log, elapsed),
-    lock: new ApprovalLock(config.approvalPassword, elapsed),
+    lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
   };
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
+    .onRequest(storeNothingOfTheApi)
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
     .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
-    app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
+    app
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log }))
+      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
   }
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
@@ -97,3 +103,18 @@ export function createApp({
 }
 
 export type Service = ReturnType<typeof createApp>;
+
+/**
+ * No answer of the API (ingest, data, devices, pairing), errors included, may be kept by a cache: they
+ * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
+ */
+function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: Record<string, string | number> } }): void {
+  if (pathOf(request.url).startsWith('/v1/')) set.headers['cache-control'] = NO_STORE;
+}
+
+/** The addresses where the approval password was given right lately, read from the database. */
+function knownAddresses(storage: Storage, log: Logger, now: () => number): KnownAddresses {
+  const known = new KnownAddresses(storage.committer, log, now);
+  known.load(storage.db);
+  return known;
+}

@@ -2,7 +2,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { DeviceRegistry } from '../devices/registry.ts';
 import { tokenDigest } from '../devices/token.ts';
+import { clientAddress } from './client-address.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';
+import type { RepeatedEvent } from './security-log.ts';
 
 export type Caller = { kind: 'owner' } | { kind: 'device'; deviceId: string; installationId: string };
 
@@ -18,27 +20,53 @@ export function bearerToken(header: string | null): string | null {
   return token === '' ? null : token;
 }
 
+/** Where the tokens no one holds are logged (`auth.bad_token`), by client address. */
+export interface BadTokens {
+  event: RepeatedEvent;
+  trustProxy: boolean;
+}
+
 export class Authenticator {
   private readonly ownerDigest: Buffer;
 
   constructor(
     ingestToken: string,
     private readonly devices: DeviceRegistry,
+    private readonly badTokens?: BadTokens,
   ) {
     this.ownerDigest = tokenDigest(ingestToken);
   }
 
-  /** The caller of a request, or a 401 error. */
-  authenticate(authorization: string | null): Caller {
+  /** The caller of a request, or a 401 error; a token no one holds is logged by the `request`'s address. */
+  authenticate(authorization: string | null, request?: Request): Caller {
     const token = bearerToken(authorization);
     if (token === null) throw unauthorized();
+    const caller = this.callerOf(token);
+    if (caller === null) {
+      if (request && this.badTokens) this.logBadToken(request, this.badTokens);
+      throw unauthorized();
+    }
+    if (caller.kind === 'owner') return OWNER;
+    this.devices.seen(caller.identity);
+    return { kind: 'device', deviceId: caller.identity.id, installationId: caller.identity.installationId };
+  }
+
+  /** Whether a token is the ingest token or a paired car's: never a password guess. */
+  knows(token: string): boolean {
+    return this.callerOf(token) !== null;
+  }
+
+  private callerOf(token: string) {
     // Comparing digests keeps the comparison constant-time whatever the presented token's length.
     const digest = tokenDigest(token);
-    if (timingSafeEqual(digest, this.ownerDigest)) return OWNER;
-    const device = this.devices.find(digest.toString('hex'));
-    if (!device) throw unauthorized();
-    this.devices.seen(device);
-    return { kind: 'device', deviceId: device.id, installationId: device.installationId };
+    if (timingSafeEqual(digest, this.ownerDigest)) return { kind: 'owner' as const };
+    const identity = this.devices.find(digest.toString('hex'));
+    return identity ? { kind: 'device' as const, identity } : null;
+  }
+
+  private logBadToken(request: Request, { event, trustProxy }: BadTokens): void {
+    const address = clientAddress(request, trustProxy);
+    event.record(address, { address });
   }
 }
 
