@@ -476,7 +476,7 @@ async function expectPage(response: Response, status: number) {
     'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'cache-control': 'no-store',
   });
   return html;
@@ -938,6 +938,7 @@ describe('an approval still being saved', () => {
       pair: (installationId: string, name: string | null) =>
         new Promise<PairedDevice>((resolve) => (commit = () => resolve({ id: 'device-1', installationId, token: 't'.repeat(43) }))),
       revoke: async (id: string) => (revoked.push(id), null),
+      activeCount: () => 0,
     } satisfies Partial<DeviceRegistry>;
     return { registry: registry as unknown as DeviceRegistry, commit: () => commit(), revoked };
   }
