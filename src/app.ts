@@ -104,11 +104,13 @@ export function createApp({
 
 export type Service = ReturnType<typeof createApp>;
 
+type HeadersOfAnswer = Record<string, string | number>;
+
 /**
  * No answer of the API (ingest, data, devices, pairing), errors included, may be kept by a cache: they
  * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
  */
-function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: Record<string, string | number> } }): void {
+function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
   if (pathOf(request.url).startsWith('/v1/')) set.headers['cache-control'] = NO_STORE;
 }
 

@@ -13,7 +13,10 @@ const OTHERS_READ_WRITE = 0o006;
 /** Fewer distinct characters than this make a secret guessable whatever its length (`aaaa…`, `abab…`). */
 const DISTINCT_CHARS_MIN = 8;
 
-export function warnAboutExposure(config: Pick<Config, 'databasePath' | 'ingestToken' | 'approvalPassword'>, log: Logger): void {
+export function warnAboutExposure(
+  config: Pick<Config, 'databasePath' | 'ingestToken' | 'approvalPassword'>,
+  log: Logger,
+): void {
   const file = config.databasePath;
   for (const [what, path] of [['folder', dirname(file)], ['file', file]] as const) {
     const mode = statSync(path).mode & 0o777;
@@ -31,5 +34,8 @@ export function warnAboutExposure(config: Pick<Config, 'databasePath' | 'ingestT
 /** Never logs the secret or how many distinct characters it has: only its name and the rule. */
 function warnIfWeak(name: string, secret: string, log: Logger): void {
   if (new Set(secret).size >= DISTINCT_CHARS_MIN) return;
-  log.warn('config.weak_secret', { variable: name, hint: `use at least ${DISTINCT_CHARS_MIN} different characters, e.g. openssl rand -hex 16` });
+  log.warn('config.weak_secret', {
+    variable: name,
+    hint: `use at least ${DISTINCT_CHARS_MIN} different characters, e.g. openssl rand -hex 16`,
+  });
 }

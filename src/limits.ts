@@ -58,7 +58,7 @@ export const limits = {
   addressesTracked: 10_000,
   /** Open pairing requests from one client address at most. */
   pairingOpenPerAddress: 10,
-  /** A security event repeated by one address (a bad token) or by all (a full pairing book) is logged this often at most. */
+  /** A security event repeated by one address (a bad token) or by all (a full book) is logged this often at most. */
   securityLogIntervalMs: 60_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,

@@ -105,7 +105,7 @@ describe('cross-site posts to /pair', () => {
   test('are refused with 403 and counted nowhere: the same address still has all its tries', async () => {
     const service = await startGuarded();
     const started = await startedFrom(service, CAR, INSTALLATION);
-    const crossSite = [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }, { origin: 'null' }, { origin: 'http://localhost.evil.example' }];
+    const crossSite: Record<string, string>[] = [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }, { origin: 'null' }, { origin: 'http://localhost.evil.example' }];
     for (let i = 0; i < 2 * limits.backstopAttempts; i += 1) {
       const response = await post(service, started.userCode, WRONG_PASSWORD, crossSite[i % crossSite.length]!, `198.51.100.${i % 3}`);
       expect(response.status).toBe(403);

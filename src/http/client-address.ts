@@ -46,12 +46,16 @@ export function coarseAddress(address: string): string {
   return isIPv6(ipv6) ? `${ipv6Groups(ipv6).slice(0, 3).join(':')}::/48` : address;
 }
 
+/** The groups of one side of an IPv6 address's `::`, an IPv4 tail counted as its two. */
+function groupsOf(text: string | undefined): string[] {
+  return text ? text.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group])) : [];
+}
+
 /** The eight groups of an IPv6 address, without leading zeros (`::` expanded, a zone or IPv4 tail as zeros). */
 function ipv6Groups(address: string): string[] {
   const [head = '', tail] = address.replace(/%.*$/, '').split('::');
-  const part = (text: string | undefined) => (text ? text.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group])) : []);
-  const left = part(head);
-  const right = part(tail);
+  const left = groupsOf(head);
+  const right = groupsOf(tail);
   const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
   return [...left, ...zeros, ...right].map((group) => Number.parseInt(group, 16).toString(16));
 }

@@ -4,8 +4,6 @@
  */
 import type { Config } from '../config.ts';
 
-const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
-
 /**
  * Whether a browser says the request comes from another site: `Sec-Fetch-Site: cross-site`, or an
  * `Origin` that is neither PUBLIC_URL's nor the request's own (behind a trusted proxy, the forwarded one).
@@ -15,8 +13,8 @@ export function isCrossSite(request: Request, config: Pick<Config, 'publicUrl' |
   if (request.headers.get('sec-fetch-site')?.toLowerCase() === 'cross-site') return true;
   const origin = request.headers.get('origin');
   if (origin === null) return false;
-  const allowed = [requestOrigin(request, config.trustProxy), config.publicUrl].filter((url) => url !== '').map(originOf);
-  return !allowed.includes(originOf(origin));
+  const allowed = [requestOrigin(request, config.trustProxy), config.publicUrl].filter((url) => url !== '');
+  return !allowed.map(originOf).includes(originOf(origin));
 }
 
 /** The serialized origin of a URL (lower-case, no default port), or the text itself when it is none (`null`). */
@@ -24,6 +22,8 @@ function originOf(url: string): string {
   const parsed = URL.parse(url);
   return parsed === null || parsed.origin === 'null' ? url : parsed.origin;
 }
+
+const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /** Scheme and `Host` of a request; behind a trusted proxy the first forwarded values win. */
 export function requestOrigin(request: Request, trustProxy: boolean): string {

@@ -23,7 +23,8 @@ export class KnownAddresses {
 
   /** Reads the addresses still known. */
   load(db: Database): void {
-    for (const row of knownAddressRows(db, this.now() - limits.knownAddressMs)) this.lastRight.set(row.address, row.lastRightAt);
+    const since = this.now() - limits.knownAddressMs;
+    for (const row of knownAddressRows(db, since)) this.lastRight.set(row.address, row.lastRightAt);
   }
 
   has(address: string): boolean {
@@ -31,14 +32,13 @@ export class KnownAddresses {
     return at !== undefined && at > this.now() - limits.knownAddressMs;
   }
 
-  /** Records a right password from `address`, saved in the background: a failed save only forgets it at the next start. */
+  /** Records a right password from `address`, saved in the background: a failed save forgets it at the next start. */
   remember(address: string): void {
     const at = this.now();
     if ((this.lastRight.get(address) ?? -Infinity) > at - limits.knownAddressRefreshMs) return;
     this.lastRight.set(address, at);
-    this.committer.write('rememberAddress', { address, at, before: at - limits.knownAddressMs }).catch((error: Error) => {
-      this.log.warn('auth.known_address_unsaved', { address, reason: error.message });
-    });
+    const saved = this.committer.write('rememberAddress', { address, at, before: at - limits.knownAddressMs });
+    saved.catch((error: Error) => this.log.warn('auth.known_address_unsaved', { address, reason: error.message }));
   }
 }
 
@@ -51,7 +51,8 @@ function knownAddressRows(db: Database, since: number) {
 }
 
 /** Saves an address's right password and forgets the addresses not seen for 30 days. */
-const rememberAddress: WriteOp<{ address: string; at: number; before: number }, void> = (db, { address, at, before }) => {
+const rememberAddress: WriteOp<{ address: string; at: number; before: number }, void> = (db, args) => {
+  const { address, at, before } = args;
   db.query(
     `INSERT INTO known_addresses (address, last_right_at) VALUES ($address, $at)
      ON CONFLICT (address) DO UPDATE SET last_right_at = excluded.last_right_at`,

@@ -29,7 +29,10 @@ export interface LockRecords {
 }
 
 /** Knows no address and logs nothing: for tests of the pages alone. */
-const UNRECORDED: LockRecords = { known: { has: () => false, remember: () => {} }, log: createLogger('error', () => {}) };
+const UNRECORDED: LockRecords = {
+  known: { has: () => false, remember: () => {} },
+  log: createLogger('error', () => {}),
+};
 
 interface AddressLock {
   wrongInARow: number;
@@ -113,6 +116,7 @@ export class ApprovalLock {
     if (this.recentWrong.length < limits.backstopAttempts || at - this.recentWrong[0]! >= limits.lockoutMs) return;
     this.recentWrong = [];
     this.backstopUntil = at + limits.lockoutMs;
-    this.log.warn('auth.backstop_locked', { address, wrong: limits.backstopAttempts, seconds: limits.lockoutMs / 1000 });
+    const seconds = limits.lockoutMs / 1000;
+    this.log.warn('auth.backstop_locked', { address, wrong: limits.backstopAttempts, seconds });
   }
 }

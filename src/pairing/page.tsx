@@ -135,7 +135,14 @@ export interface RequestFacts {
 }
 
 /** Who asks (installation, car name, code), what the server knows of the request, and the approval form. */
-export function ApprovalPage({ request, msLeft, facts, notice }: { request: PairingRequest; msLeft: number; facts: RequestFacts; notice?: string }) {
+interface ApprovalProps {
+  request: PairingRequest;
+  msLeft: number;
+  facts: RequestFacts;
+  notice?: string;
+}
+
+export function ApprovalPage({ request, msLeft, facts, notice }: ApprovalProps) {
   const code = displayUserCode(request.userCode);
   const minutes = Math.max(1, Math.ceil(msLeft / 60_000));
   return (
@@ -218,12 +225,13 @@ const quantity = (count: number, one: string, many = `${one}s`) => `${count} ${c
 const lockoutLength = quantity(limits.lockoutMs / 1000, 'second');
 
 /** A request's age as the page says it: `just now` under a minute, else whole minutes. */
-const requestedAgo = (ageMs: number) => (ageMs < 60_000 ? 'just now' : `${quantity(Math.floor(ageMs / 60_000), 'minute')} ago`);
+const requestedAgo = (ageMs: number) =>
+  ageMs < 60_000 ? 'just now' : `${quantity(Math.floor(ageMs / 60_000), 'minute')} ago`;
 
 /** Shown before any password is typed: the rule, not anyone's tries (wrong passwords count per network address). */
 const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock the approval password for ${lockoutLength}.`;
 
-/** The tries left are the address's, the device endpoints' wrong passwords included: what is left, not what "you" have. */
+/** The tries left are the address's, the device endpoints' wrong ones included: what is left, not what "you" have. */
 export const wrongPasswordText = (triesLeft: number) =>
   `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before the approval password locks for ${lockoutLength}.`;
 

@@ -63,7 +63,9 @@ interface PageContext {
 }
 
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
-  return new Elysia({ name: 'pairing' }).use(carRoutes(book, config, bodyBounds)).use(pageRoutes({ book, lock, config, bodyBounds, log }));
+  return new Elysia({ name: 'pairing' })
+    .use(carRoutes(book, config, bodyBounds))
+    .use(pageRoutes({ book, lock, config, bodyBounds, log }));
 }
 
 /** The owner's approval page. */
@@ -78,8 +80,13 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   };
 
   const approvalPage = (status: number, pairing: PairingRequest, notice: string | undefined) => {
-    const facts = { ageMs: book.age(pairing), address: coarseAddress(pairing.address), devices: book.pairedDevices(pairing) };
-    return pageAnswer(status, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} facts={facts} notice={notice} />);
+    const facts = {
+      ageMs: book.age(pairing),
+      address: coarseAddress(pairing.address),
+      devices: book.pairedDevices(pairing),
+    };
+    const page = <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} facts={facts} notice={notice} />;
+    return pageAnswer(status, page);
   };
 
   const showCode = (request: Request) => {
