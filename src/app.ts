@@ -96,8 +96,8 @@ export function createApp({
     pairing?.book.stop();
   };
 
-  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
-  const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
+  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
+  const listenerHeaders: PathHeaders = (path) => (isApiPath(path) ? API_HEADERS : pairing ? pageHeadersOf(path) : {});
 
   return { app, auth, devices, pairing, planner, ready, stop, listenerHeaders };
 }
@@ -111,8 +111,13 @@ type HeadersOfAnswer = Record<string, string | number>;
  * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
  */
 function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
-  if (pathOf(request.url).startsWith('/v1/')) set.headers['cache-control'] = NO_STORE;
+  if (isApiPath(pathOf(request.url))) set.headers['cache-control'] = NO_STORE;
 }
+
+const API_HEADERS = { 'Cache-Control': NO_STORE };
+
+/** Bun resolves dot segments before the app sees a path (`/x/../v1/devices` arrives as `/v1/devices`). */
+const isApiPath = (path: string) => path.startsWith('/v1/');
 
 /** The addresses where the approval password was given right lately, read from the database. */
 function knownAddresses(storage: Storage, log: Logger, now: () => number): KnownAddresses {
