@@ -53,6 +53,19 @@ describe('the client address', () => {
   });
 });
 
+test('behind a trusted proxy, a listening server logs the last forwarded address', async () => {
+  const log = createMemoryLogger();
+  const running = await serve(testConfig(tempDir(), { trustProxy: true }), log);
+  try {
+    const headers = { 'x-forwarded-for': '198.51.100.1, 2001:db8:7:8:9::1' };
+    const refused = await overSocket(running).request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: BAD_TOKEN, headers });
+    expect(refused.status).toBe(401);
+  } finally {
+    await running.stop();
+  }
+  expect(log.lines.filter((line) => line.includes(' auth.bad_token '))).toEqual([expect.stringContaining(' address=2001:db8:7:8::/64 count=1')]);
+});
+
 describe('security events', () => {
   test('auth.bad_token: at most once a minute per address, with the count since its last line', async () => {
     const service = await startGuarded();
