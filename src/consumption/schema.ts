@@ -16,9 +16,13 @@ export const consumptionChunks = sqliteTable(
     hours: real('hours').notNull(),
     socDrop: real('soc_drop').notNull(),
     sohPercent: real('soh_percent'),
+    /** 1: the day's totals so far (older builds' chunks, sent with a `lifetime`), 0: a delta. */
+    snapshot: integer('snapshot').notNull().default(0),
   },
   (table) => [
     primaryKey({ columns: [table.recordedAt, table.installationId] }),
+    // Finds a day's newest snapshot and its newest delta in one step each (see the store's snapshotCounted).
+    index('consumption_chunks_kind').on(table.installationId, table.date, table.snapshot, table.recordedAt),
     // Finds a day's newest chunk that carried a state of health without reading the day's chunks.
     index('consumption_chunks_soh')
       .on(table.installationId, table.date, table.recordedAt)

@@ -1,0 +1,2 @@
+ALTER TABLE `consumption_chunks` ADD `snapshot` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE INDEX `consumption_chunks_kind` ON `consumption_chunks` (`installation_id`,`date`,`snapshot`,`recorded_at`);
