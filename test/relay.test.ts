@@ -157,6 +157,12 @@ describe('read leniently, as the planner reads it', () => {
     for (const key of ['alt', 'foo']) expect(storedSample()).not.toHaveProperty(key);
   });
 
+  test('a __proto__ key is a field (dropped as unknown), not the sample’s prototype', async () => {
+    expect(await send({ utc: UTC, ...JSON.parse('{"__proto__":{"soc":50},"heading":1}') })).toEqual(OK);
+    expect(storedSample()).toMatchObject({ utc: UTC, heading: 1 });
+    expect(storedSample()).not.toHaveProperty('soc');
+  });
+
   test.each([
     ['no usable value', { utc: UTC, soc: 'x' }, 'tlm.soc: "x" is not a number; tlm: no usable values'],
     ['no utc', { soc: 80 }, 'tlm: utc is missing'],

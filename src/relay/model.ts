@@ -75,7 +75,8 @@ const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
  * as sent, for the telemetry rules to keep or drop.
  */
 export function lenientSample(tlm: Record<string, unknown>): Record<string, unknown> {
-  const sample: Record<string, unknown> = {};
+  // No prototype: a `__proto__` key stays a field (dropped as unknown), not the object's prototype.
+  const sample: Record<string, unknown> = Object.create(null);
   for (const key in tlm) {
     const name = key === 'alt' && !('elevation' in tlm) ? 'elevation' : key;
     sample[name] = lenientValue(name, tlm[key]);
