@@ -21,8 +21,10 @@ export const consumptionChunks = sqliteTable(
   },
   (table) => [
     primaryKey({ columns: [table.recordedAt, table.installationId] }),
-    // Finds a day's newest snapshot and its newest delta in one step each (see the store's snapshotCounted).
-    index('consumption_chunks_kind').on(table.installationId, table.date, table.snapshot, table.recordedAt),
+    // Finds a day's newest snapshot; only snapshots are indexed, so a delta's insert does not pay for it.
+    index('consumption_chunks_snapshot')
+      .on(table.installationId, table.date, table.recordedAt)
+      .where(sql`${table.snapshot} = 1`),
     // Finds a day's newest chunk that carried a state of health without reading the day's chunks.
     index('consumption_chunks_soh')
       .on(table.installationId, table.date, table.recordedAt)

@@ -31,6 +31,9 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
     .get(installationId, recordedAt);
   const dates = replaced && replaced.date !== date ? [date, replaced.date] : [date];
   const countedBefore = dates.map((day) => snapshotCounted(db, installationId, day));
+  // What a day's snapshots count for can change only by a snapshot written or replaced, a delta leaving
+  // a day, or a new delta recorded after a snapshot that counted; not otherwise (the usual delta write).
+  const mayMove = chunk.snapshot || (replaced !== null && (replaced.snapshot === 1 || replaced.date !== date));
   db.query(
     `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent, snapshot)
      VALUES ($installationId, $recordedAt, $date, $km, $kwh, $hours, $socDrop, $sohPercent, $snapshot)
@@ -43,12 +46,16 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   let lifetimeChange = ZERO;
   dates.forEach((day, index) => {
     const deltas = minus(day === date ? added : ZERO, replaced?.date === day ? taken : ZERO);
-    const change = plus(deltas, minus(snapshotCounted(db, installationId, day), countedBefore[index]!));
+    const before = countedBefore[index]!;
+    const after = mayMove || !isZero(before) ? snapshotCounted(db, installationId, day) : before;
+    const change = after === before ? deltas : plus(deltas, minus(after, before));
     addToDay(db, installationId, day, change, (day === date ? 1 : 0) - (replaced?.date === day ? 1 : 0));
     lifetimeChange = plus(lifetimeChange, change);
   });
   addToLifetime(db, installationId, lifetimeChange);
 };
+
+const isZero = (totals: Totals) => totals.km === 0n && totals.kwh === 0n && totals.hours === 0n && totals.socDrop === 0n;
 
 /**
  * What a day's snapshots add to its sums: the newest snapshot, unless a delta chunk of the day was
@@ -57,16 +64,21 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
  * start (its checkpoint is new), so it holds what the snapshots held.
  */
 function snapshotCounted(db: Database, installationId: string, date: string): Totals {
-  const values = db
-    .query<DayValues, { $installationId: string; $date: string }>(
-      `SELECT ${VALUES} FROM consumption_chunks
-       WHERE installation_id = $installationId AND date = $date AND snapshot = 1
-         AND recorded_at > coalesce((SELECT max(recorded_at) FROM consumption_chunks
-           WHERE installation_id = $installationId AND date = $date AND snapshot = 0), -1)
-       ORDER BY recorded_at DESC LIMIT 1`,
+  const newest = db
+    .query<DayValues & { recordedAt: number }, [string, string]>(
+      `SELECT ${VALUES}, recorded_at AS recordedAt FROM consumption_chunks
+       WHERE installation_id = ? AND date = ? AND snapshot = 1 ORDER BY recorded_at DESC LIMIT 1`,
     )
-    .get({ $installationId: installationId, $date: date });
-  return values ? totalsOf(values) : ZERO;
+    .get(installationId, date);
+  if (!newest) return ZERO;
+  // The key leads with the time: from the snapshot on, to the first delta of its day, if any.
+  const deltaAfter = db
+    .query<{ found: number }, [number, string, string]>(
+      `SELECT 1 AS found FROM consumption_chunks
+       WHERE recorded_at > ? AND installation_id = ? AND date = ? AND snapshot = 0 LIMIT 1`,
+    )
+    .get(newest.recordedAt, installationId, date);
+  return deltaAfter ? ZERO : totalsOf(newest);
 }
 
 interface StoredDay extends StoredTotals {
