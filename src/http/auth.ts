@@ -6,7 +6,8 @@ import { clientAddress } from './client-address.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';
 import type { RepeatedEvent } from './security-log.ts';
 
-export type Caller = { kind: 'owner' } | { kind: 'device'; deviceId: string; installationId: string };
+export type DeviceCaller = { kind: 'device'; deviceId: string; installationId: string };
+export type Caller = { kind: 'owner' } | DeviceCaller;
 
 const OWNER: Caller = { kind: 'owner' };
 
@@ -41,27 +42,31 @@ export class Authenticator {
   authenticate(authorization: string | null, request?: Request): Caller {
     const token = bearerToken(authorization);
     if (token === null) throw unauthorized();
-    const caller = this.callerOf(token);
-    if (caller === null) {
-      if (request && this.badTokens) this.logBadToken(request, this.badTokens);
-      throw unauthorized();
-    }
-    if (caller.kind === 'owner') return OWNER;
-    this.devices.seen(caller.identity);
-    return { kind: 'device', deviceId: caller.identity.id, installationId: caller.identity.installationId };
+    // Comparing digests keeps the comparison constant-time whatever the presented token's length.
+    const digest = tokenDigest(token);
+    if (timingSafeEqual(digest, this.ownerDigest)) return OWNER;
+    return this.deviceOf(digest, request);
+  }
+
+  /** The paired device a bare token (no `Bearer`) belongs to, or a 401: the owner's token names no installation. */
+  authenticateDevice(token: string): DeviceCaller {
+    return this.deviceOf(tokenDigest(token));
   }
 
   /** Whether a token is the ingest token or a paired car's: never a password guess. */
   knows(token: string): boolean {
-    return this.callerOf(token) !== null;
+    const digest = tokenDigest(token);
+    return timingSafeEqual(digest, this.ownerDigest) || this.devices.find(digest.toString('hex')) !== undefined;
   }
 
-  private callerOf(token: string) {
-    // Comparing digests keeps the comparison constant-time whatever the presented token's length.
-    const digest = tokenDigest(token);
-    if (timingSafeEqual(digest, this.ownerDigest)) return { kind: 'owner' as const };
-    const identity = this.devices.find(digest.toString('hex'));
-    return identity ? { kind: 'device' as const, identity } : null;
+  private deviceOf(digest: Buffer, request?: Request): DeviceCaller {
+    const device = this.devices.find(digest.toString('hex'));
+    if (!device) {
+      if (request && this.badTokens) this.logBadToken(request, this.badTokens);
+      throw unauthorized();
+    }
+    this.devices.seen(device);
+    return { kind: 'device', deviceId: device.id, installationId: device.installationId };
   }
 
   private logBadToken(request: Request, { event, trustProxy }: BadTokens): void {

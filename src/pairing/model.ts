@@ -30,7 +30,7 @@ const EMOJI_SEQUENCE = /\p{Extended_Pictographic}\uFE0F?(?:\u200D\p{Extended_Pic
 const VISIBLE = /[^\p{White_Space}\p{Z}]/u;
 
 /** 1..64 characters (code points, so an emoji counts once) of showable text. */
-function deviceName(value: unknown, path: string): string {
+export function deviceName(value: unknown, path: string): string {
   const chars = typeof value === 'string' ? [...value].length : 0;
   if (chars < 1 || chars > limits.deviceNameMaxChars) invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
   // SQLite would store a lone surrogate (`"MG4 \ud83d"`) as U+FFFD: the owner would approve a name the car never sent.
