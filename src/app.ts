@@ -110,7 +110,7 @@ export type Service = ReturnType<typeof createApp>;
 type HeadersOfAnswer = Record<string, string | number>;
 
 /**
- * No answer of the API (ingest, data, devices, pairing), errors included, may be kept by a cache: they
+ * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
  * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
  */
 function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
@@ -119,8 +119,8 @@ function storeNothingOfTheApi({ request, set }: { request: Request; set: { heade
 
 const API_HEADERS = { 'Cache-Control': NO_STORE };
 
-/** Bun resolves dot segments before the app sees a path (`/x/../v1/devices` arrives as `/v1/devices`). */
-const isApiPath = (path: string) => path.startsWith('/v1/');
+/** The API and the planner-compatible relay. Bun resolves dot segments first (`/x/../v1/devices` is `/v1/devices`). */
+const isApiPath = (path: string) => path.startsWith('/v1/') || path.startsWith('/abrp/');
 
 /** The addresses where the approval password was given right lately, read from the database. */
 function knownAddresses(storage: Storage, log: Logger, now: () => number): KnownAddresses {

@@ -96,7 +96,7 @@ describe('security events', () => {
 });
 
 describe('no-store', () => {
-  test('every answer of the ingest, data and device endpoints carries it, errors included', async () => {
+  test('every answer of the ingest, relay, data and device endpoints carries it, errors included', async () => {
     const service = await startGuarded();
     const answers = [
       await service.request('GET', `/v1/consumption/history/${INSTALLATION}`),
@@ -106,6 +106,7 @@ describe('no-store', () => {
       await service.request('GET', '/v1/devices', { token: PASSWORD }),
       await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD }),
       await service.request('GET', '/v1/nowhere'),
+      await service.request('GET', `/abrp/1/tlm/send?token=${BAD_TOKEN}&tlm={}`, { token: null }),
     ];
     expect(answers.map((response) => [response.status, response.headers.get('cache-control')])).toEqual([
       [200, 'no-store'],
@@ -115,6 +116,7 @@ describe('no-store', () => {
       [200, 'no-store'],
       [401, 'no-store'],
       [404, 'no-store'],
+      [401, 'no-store'],
     ]);
   });
 });
