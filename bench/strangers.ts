@@ -4,11 +4,17 @@
  * (`main` by default) and of this checkout, alternating in one run, pairing on in both.
  * Run: `bun bench/strangers.ts` (or `bun run bench`).
  *
+ * Then, steadier on a shared machine, the added work alone in-process: a request recorded with its peer
+ * and passed through an app with the no-store hook, against a bare app, alternating.
+ *
  * Environment: BENCH_BASE (git revision measured against, default main), BENCH_SECONDS (per wrk run,
  * default 8), BENCH_ROUNDS (runs of each side, default 5). Raw figures go to bench/results/strangers-<time>.json.
  */
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Elysia } from 'elysia';
+import { recordPeer } from '../src/http/client-address.ts';
+import { pathOf } from '../src/http/on-error.ts';
 import { startBinary } from '../test/binary.ts';
 import { benchDir, BINARY, buildBinary, knob, LUA_AUTHORIZATION, median, medianRun, alternate, ROOT, TOKEN, wrk, type LoadResult } from './lib.ts';
 
@@ -44,6 +50,33 @@ async function load(url: URL): Promise<LoadResult> {
   return result;
 }
 
+const IN_PROCESS_REQUESTS = 200_000;
+
+/** Microseconds per request through `app.handle`, the peer recorded first when `withPeer`. */
+async function perRequestMicros(app: Pick<Elysia, 'handle'>, withPeer: boolean): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < IN_PROCESS_REQUESTS; i += 1) {
+    const request = new Request('http://localhost/v1/telemetry', { method: 'POST' });
+    await app.handle(withPeer ? recordPeer(request, '127.0.0.1') : request);
+  }
+  return ((performance.now() - started) / IN_PROCESS_REQUESTS) * 1000;
+}
+
+/** The added work per request: the peer recorded and the no-store hook (as src/app.ts has it) against neither. */
+async function addedWork(): Promise<void> {
+  const answer = () => new Response(null, { status: 204 });
+  const bare = new Elysia().post('/v1/telemetry', answer);
+  const hooked = new Elysia()
+    .onRequest(({ request, set }) => void (pathOf(request.url).startsWith('/v1/') && (set.headers['cache-control'] = 'no-store')))
+    .post('/v1/telemetry', answer);
+  await perRequestMicros(bare, false); // warm-up
+  await perRequestMicros(hooked, true);
+  const [bareRuns, hookedRuns] = await alternate(ROUNDS, () => perRequestMicros(bare, false), () => perRequestMicros(hooked, true));
+  const added = median(hookedRuns.map((micros, round) => micros - bareRuns[round]!));
+  console.log(`in-process: bare ${median(bareRuns).toFixed(2)} µs a request, with peer and hook ${median(hookedRuns).toFixed(2)} µs: ` +
+    `${added.toFixed(2)} µs added (server.requestIP itself not included)`);
+}
+
 if (import.meta.main) {
   await buildBinary();
   const base = await buildRevision(BASE);
@@ -66,6 +99,7 @@ if (import.meta.main) {
     const resultPath = join(import.meta.dir, 'results', `strangers-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(resultPath, JSON.stringify({ base: BASE, seconds: SECONDS, rounds: ROUNDS, ratio, ratios, baseRuns, ourRuns }, null, 2));
     console.log(`raw figures: ${resultPath}`);
+    await addedWork();
   } finally {
     await before.running.stop();
     await after.running.stop();
