@@ -9,6 +9,8 @@ import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
+import { readinessRoutes } from './health/routes.ts';
+import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError } from './http/on-error.ts';
@@ -42,6 +44,8 @@ export interface AppOptions {
   forwarder?: SampleForwarder;
   /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
   bodyReadMs?: number;
+  /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
+  readyWaitMs?: number;
 }
 
 export function createApp({
@@ -53,6 +57,7 @@ export function createApp({
   plannerTimers,
   forwarder,
   bodyReadMs = limits.bodyReadMs,
+  readyWaitMs = limits.readyWaitMs,
 }: AppOptions) {
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
@@ -75,6 +80,7 @@ export function createApp({
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
+    .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
     .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }));

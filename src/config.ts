@@ -224,10 +224,14 @@ export function serveConfig(env: Env): Config {
     approvalPassword: approvalPassword(env),
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
-    host: nonEmpty(env.HOST) ?? '0.0.0.0',
-    port: port(env.PORT),
+    ...listenAddress(env),
     planner: plannerConfig(env),
   };
+}
+
+/** HOST and PORT: where the server listens; the health check reads them too, and no secret. */
+export function listenAddress(env: Env): Pick<Config, 'host' | 'port'> {
+  return { host: nonEmpty(env.HOST) ?? '0.0.0.0', port: port(env.PORT) };
 }
 
 function ingestToken(env: Env): string {

@@ -111,6 +111,10 @@ export const limits = {
   plannerMarkFailuresLogged: 60,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
+  /** A write unanswered this long, or a writer silent this long, turns `/v1/ready` to 503 (under the health check's wait). */
+  readyWaitMs: 3000,
+  /** How long `ev-ingest healthcheck` waits for the whole 200. */
+  healthcheckMs: 5000,
 } as const;
 
 /** The waits that end slow and silent clients' connections: `limits` in service, shorter in tests. */

@@ -1,7 +1,7 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
 import type { Server } from 'bun';
 import { statSync } from 'node:fs';
-import { createApp, type Service } from './app.ts';
+import { createApp, type AppOptions, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
@@ -23,10 +23,11 @@ export interface Running {
 
 /**
  * Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the
- * listener alike. `syncFile` is the storage's fault seam, for tests of a listening server.
+ * listener alike. `syncFile` is the storage's fault seam and `readyWaitMs` the readiness's wait, for tests
+ * of a listening server.
  */
 export async function serve(
-  config: Config & Pick<StorageOptions, 'syncFile'>,
+  config: Config & Pick<StorageOptions, 'syncFile'> & Pick<AppOptions, 'readyWaitMs'>,
   log: Logger,
   timeouts: ClientTimeouts = limits,
 ): Promise<Running> {
@@ -37,7 +38,7 @@ export async function serve(
       resolve(error);
     };
   });
-  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs }));
+  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs, readyWaitMs: config.readyWaitMs }));
   await service.ready;
   service.devices.watch();
   service.pairing?.book.watch();

@@ -91,7 +91,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export interface TestServiceOptions extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> {
+export interface TestServiceOptions
+  extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs' | 'readyWaitMs'> {
   dir?: string;
   /** How the WAL is synced with FULL durability (see heldSyncs). */
   syncFile?: SyncFile;

@@ -52,8 +52,8 @@ export class Committer {
   private queue: Pending[] = [];
   /** Groups handed to the writer and not committed yet, oldest first: the one it runs, perhaps one behind. */
   private atWriter: Pending[][] = [];
-  /** Groups handed to the writer and not answered yet: those at the writer and those syncing. */
-  private unanswered = new Set<Pending[]>();
+  /** Groups handed to the writer and not answered yet (those at the writer and those syncing), with when each was handed. */
+  private unanswered = new Map<Pending[], number>();
   /**
    * When the oldest group at the writer was sent to it, or, if it waited there, when the group before
    * it committed; and how long a write has taken at the writer (smoothed).
@@ -150,6 +150,22 @@ export class Committer {
     this.worker.terminate();
   }
 
+  /** Why the committer stores nothing any more (the writer failed), or null while it works. */
+  get failure(): Error | null {
+    return this.broken;
+  }
+
+  /** How long the oldest write still unanswered has waited, in ms; 0 when none waits. A stalled disk shows here. */
+  oldestWaitMs(): number {
+    for (const handedAt of this.unanswered.values()) return performance.now() - handedAt;
+    return 0;
+  }
+
+  /** Settles once the writer has answered a message sent now, after the groups already handed to it. */
+  ping(): Promise<void> {
+    return this.writerPragma('data_version').then(() => {});
+  }
+
   get stats(): CommitterStats {
     return { groups: this.groups, writes: this.writes, syncs: this.walSync?.syncs ?? 0 };
   }
@@ -205,9 +221,10 @@ export class Committer {
   private pump(): void {
     while (this.queue.length > 0 && !this.broken && this.writerTakes()) {
       const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
-      if (this.atWriter.length === 0) this.startedAt = performance.now();
+      const now = performance.now();
+      if (this.atWriter.length === 0) this.startedAt = now;
       this.atWriter.push(group);
-      this.unanswered.add(group);
+      this.unanswered.set(group, now);
       post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
     }
   }
@@ -289,7 +306,7 @@ export class Committer {
     if (this.broken) return;
     this.broken = error;
     this.onBroken(error);
-    const lost = [...[...this.unanswered].flat(), ...this.queue, ...this.pragmaWaiters.splice(0)];
+    const lost = [...[...this.unanswered.keys()].flat(), ...this.queue, ...this.pragmaWaiters.splice(0)];
     this.unanswered.clear();
     this.atWriter = [];
     this.queue = [];
