@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { limits } from './limits.ts';
-import type { LogLevel } from './log.ts';
+import type { LogFormat, LogLevel } from './log.ts';
 import { isUuid } from './uuid.ts';
 
 export type Durability = 'full' | 'fast';
@@ -23,6 +23,8 @@ export interface Config {
   databasePath: string;
   durability: Durability;
   logLevel: LogLevel;
+  /** LOG_FORMAT: logfmt lines (`text`) or one JSON object a line (`json`). */
+  logFormat: LogFormat;
   /** Writes per group transaction at most (EV_INGEST_BENCH_GROUP_WRITES): a benchmark's switch, unset in service. */
   maxGroupWrites?: number;
   ingestToken: string;
@@ -219,6 +221,7 @@ export function serveConfig(env: Env): Config {
     databasePath: databasePath(env),
     durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'], 'text'),
     maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
     ingestToken: ingestToken(env),
     approvalPassword: approvalPassword(env),

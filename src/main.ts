@@ -14,7 +14,7 @@ const SERVE_USAGE = `  ev-ingest [serve]              serve (configuration from 
 
 const CONFIGURATION = `Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
 APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
-PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept
+PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, LOG_FORMAT, DURABILITY. Secrets also accept
 <NAME>_FILE. The devices and backup commands need only DATABASE_PATH, healthcheck only
 HOST and PORT. See README.md.`;
 
@@ -69,7 +69,7 @@ async function serveCommand(args: string[]): Promise<number> {
 
 async function runServer(): Promise<number> {
   const config = serveConfig(readServerEnvironment());
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   process.on('exit', () => log.flush()); // lines still buffered when the process ends are written
   exitWhenStopped(await serve(config, log), log);
   return new Promise<number>(() => {}); // serves until a signal or its writer's failure

@@ -64,6 +64,7 @@ export function testConfig(dir: string, overrides: Partial<Config> = {}): Config
     databasePath: join(dir, 'ev-ingest.db'),
     durability: 'full',
     logLevel: 'debug',
+    logFormat: 'text',
     ingestToken: OWNER_TOKEN,
     approvalPassword: null,
     publicUrl: '',
