@@ -20,7 +20,9 @@ import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { Metrics } from './metrics/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
@@ -59,12 +61,16 @@ export function createApp({
   bodyReadMs = limits.bodyReadMs,
   readyWaitMs = limits.readyWaitMs,
 }: AppOptions) {
+  const metrics = new Metrics();
+  // Before the first write, so that the commit histograms count every group the committer does.
+  if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
+  const sessions = new ChargingSessions(storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
@@ -83,11 +89,14 @@ export function createApp({
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }));
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
+
+  const { committer } = storage;
+  metrics.readFrom({ telemetry, consumption, sessions, committer, planner, plannerWaiting: waitingSamplesCounter(storage.db), pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
@@ -99,7 +108,7 @@ export function createApp({
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
   const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
 
-  return { app, auth, devices, pairing, planner, ready, stop, listenerHeaders };
+  return { app, auth, devices, pairing, planner, metrics, ready, stop, listenerHeaders };
 }
 
 export type Service = ReturnType<typeof createApp>;

@@ -9,10 +9,14 @@ import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
+import { listenMetrics } from './metrics/listener.ts';
+import { routePatterns } from './metrics/route-patterns.ts';
 import { VERSION } from './version.ts';
 
 export interface Running {
   url: URL;
+  /** Where `/metrics` is served, when METRICS_LISTEN is set. */
+  metricsUrl: URL | null;
   /** The app's feature state and its database, for end-to-end tests of a listening server. */
   service: Service;
   storage: Storage;
@@ -44,24 +48,46 @@ export async function serve(
   service.pairing?.book.watch();
 
   let server: Listener;
+  let metricsServer: MetricsListener | null = null;
   try {
-    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders);
+    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders, requestObserver(service, config));
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
   }
+  if (config.metricsListen) {
+    try {
+      metricsServer = listenMetrics(service.metrics, config.metricsListen);
+    } catch (error) {
+      await server.stop(true);
+      await closeService(service, storage);
+      const { host, port } = config.metricsListen;
+      throw new ConfigError(`cannot listen on METRICS_LISTEN ${host}:${port}: ${(error as Error).message}`);
+    }
+  }
 
-  logStarted(server, service, config, storage, log);
-  return { url: server.url, service, storage, stop: stopOnce(server, service, storage, log), fatal };
+  logStarted(server, metricsServer, service, config, storage, log);
+  const stop = stopOnce([server, metricsServer], service, storage, log);
+  return { url: server.url, metricsUrl: metricsServer && new URL('/metrics', metricsServer.url), service, storage, stop, fatal };
+}
+
+type MetricsListener = ReturnType<typeof listenMetrics>;
+
+/** Counts each answer by route pattern, method and status, when metrics are served; otherwise nothing is done per request. */
+function requestObserver(service: Service, config: Config): RequestObserver | undefined {
+  if (!config.metricsListen) return undefined;
+  const routeOf = routePatterns(service.app.routes);
+  return (method, path, status, ms) => service.metrics.requestServed(routeOf(path), method, status, ms / 1000);
 }
 
 type Listener = ReturnType<typeof listen>;
 
 /** The start line, and the warnings an owner should see once at start-up. */
-function logStarted(server: Listener, service: Service, config: Config, storage: Storage, log: Logger): void {
+function logStarted(server: Listener, metrics: MetricsListener | null, service: Service, config: Config, storage: Storage, log: Logger): void {
   log.info('started', {
     version: VERSION,
     address: server.url.href,
+    metrics: metrics ? new URL('/metrics', metrics.url).href : undefined,
     database: config.databasePath,
     durability: config.durability,
     devices: service.devices.size,
@@ -80,11 +106,17 @@ function logStarted(server: Listener, service: Service, config: Config, storage:
 }
 
 /** The graceful stop, run once however often it is asked for: requests in flight get the grace period. */
-function stopOnce(server: Listener, service: Service, storage: Storage, log: Logger): () => Promise<void> {
+function stopOnce(
+  [server, metricsServer]: [Listener, MetricsListener | null],
+  service: Service,
+  storage: Storage,
+  log: Logger,
+): () => Promise<void> {
   let stopping: Promise<void> | null = null;
   return () =>
     (stopping ??= (async () => {
       log.info('stopping');
+      await metricsServer?.stop(true);
       let timer: Timer | undefined;
       const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), limits.shutdownGraceMs)));
       if ((await Promise.race([server.stop(false), grace])) === 'timeout') await server.stop(true);
@@ -157,6 +189,9 @@ export async function closeService(service: Service, storage: Storage): Promise<
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
+/** Told of every answer of the listener: the request's method and path, the status, and the time taken. */
+export type RequestObserver = (method: string, path: string, status: number, ms: number) => void;
+
 const noHeaders: PathHeaders = () => ({});
 
 /**
@@ -169,6 +204,7 @@ export function listen(
   log: Logger,
   timeouts: ClientTimeouts = limits,
   headersFor: PathHeaders = noHeaders,
+  observe?: RequestObserver,
 ) {
   return Bun.serve({
     hostname: host,
@@ -188,12 +224,10 @@ export function listen(
       const restoreIdleTimeout = extendIdleTimeoutForBody(server, request, timeouts);
       const logged = (response: Response) => {
         restoreIdleTimeout();
-        log.info('request', {
-          method: request.method,
-          path: pathOf(request.url),
-          status: response.status,
-          ms: Math.round((performance.now() - started) * 100) / 100,
-        });
+        const path = pathOf(request.url);
+        const ms = performance.now() - started;
+        log.info('request', { method: request.method, path, status: response.status, ms: Math.round(ms * 100) / 100 });
+        observe?.(request.method, path, response.status, ms);
         return response;
       };
       const answeredHere = (response: Response) => {

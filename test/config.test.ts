@@ -39,6 +39,7 @@ describe('serveConfig', () => {
       durability: 'full',
       logLevel: 'info',
       logFormat: 'text',
+      metricsListen: null,
       planner: { url: DEFAULT_PLANNER_URL, apiKey: null, defaultToken: null, tokens: new Map() },
     });
   });

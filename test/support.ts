@@ -65,6 +65,7 @@ export function testConfig(dir: string, overrides: Partial<Config> = {}): Config
     durability: 'full',
     logLevel: 'debug',
     logFormat: 'text',
+    metricsListen: null,
     ingestToken: OWNER_TOKEN,
     approvalPassword: null,
     publicUrl: '',

@@ -41,6 +41,12 @@ export interface CommitterOptions {
   syncFile?: SyncFile;
 }
 
+/** What the metrics are told of each commit and each sync of the WAL. */
+export interface CommitObserver {
+  groupCommitted(writes: number): void;
+  walSynced(ms: number): void;
+}
+
 export interface CommitterStats {
   groups: number;
   writes: number;
@@ -71,6 +77,7 @@ export class Committer {
   private markGone!: () => void;
   /** Called once should the writer fail; every write after that fails too. */
   onBroken: (error: Error) => void = () => {};
+  private onAnswered: (writes: number) => void = () => {};
   private groups = 0;
   private writes = 0;
 
@@ -148,6 +155,12 @@ export class Committer {
   /** Fault seam: ends the writer thread without a word, as a kill would (tests of the crash path only). */
   killWriter(): void {
     this.worker.terminate();
+  }
+
+  /** Tells `observer` of every group answered and every sync of the WAL from now on. */
+  observe(observer: CommitObserver): void {
+    this.onAnswered = (writes) => observer.groupCommitted(writes);
+    if (this.walSync) this.walSync.onSynced = (ms) => observer.walSynced(ms);
   }
 
   /** Why the committer stores nothing any more (the writer failed), or null while it works. */
@@ -287,6 +300,7 @@ export class Committer {
     if (!this.unanswered.delete(group)) return;
     this.groups += 1;
     this.writes += group.length;
+    this.onAnswered(group.length);
     outcomes.forEach((outcome, index) => {
       const pending = group[index]!;
       if (outcome.ok) pending.resolve(outcome.value);

@@ -93,6 +93,8 @@ interface ForwarderStats {
 export class PlannerForwarder implements SampleForwarder {
   /** Read only by the tests: the service neither logs nor answers them. */
   readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0, outboxReads: 0 };
+  /** Retries and samples given up since the start, by reason (`http_<status>` or the error's class): the metrics read them. */
+  readonly failures = { retried: new Map<string, number>(), givenUp: new Map<string, number>() };
   private readonly installations = new Map<string, Installation>();
   /**
    * Installations without a loop whose outbox was last seen empty (oldest first, at most
@@ -295,6 +297,7 @@ export class PlannerForwarder implements SampleForwarder {
           );
           if (attempt >= limits.plannerAttempts) return this.giveUp(installation, sample, delivery.reason, attempt);
           this.stats.retried += 1;
+          countFailure(this.failures.retried, delivery.reason);
           this.options.log.warn('planner.retry', { installation: installation.id, ...delivery.reason, attempt });
       }
     }
@@ -376,6 +379,7 @@ export class PlannerForwarder implements SampleForwarder {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
     await this.outcomes.record(installation.id, sample[0] as number, PlannerState.givenUp);
     this.stats.givenUp += 1;
+    countFailure(this.failures.givenUp, reason);
     return true;
   }
 
@@ -407,4 +411,9 @@ class Slots {
     if (next) next();
     else this.free += 1;
   }
+}
+
+function countFailure(counts: Map<string, number>, reason: FailureReason): void {
+  const label = 'status' in reason ? `http_${reason.status}` : reason.error;
+  counts.set(label, (counts.get(label) ?? 0) + 1);
 }
