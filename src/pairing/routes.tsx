@@ -46,7 +46,7 @@ export interface PairingDeps {
   book: PairingBook;
   lock: ApprovalLock;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
-  /** The bounds of the bodies anyone may send: small, never drained. */
+  /** The bounds of the bodies anyone may send: small, drained briefly. */
   bodyBounds: BodyBounds;
   log: Logger;
 }
