@@ -76,6 +76,17 @@ describe('the catalogue', () => {
     }
   });
 
+  test('docs/operations.md lists every event with its level and fields, and no other', () => {
+    const docs = readFileSync(join(import.meta.dir, '../docs/operations.md'), 'utf8');
+    const table = docs.slice(docs.indexOf('### Events'), docs.indexOf('\n## ', docs.indexOf('### Events')));
+    const rows = [...table.matchAll(/^\| `([a-z_.]+)` \| (\w+) \| ([^|]*) \|/gm)].map(([, event, level, fields]) => ({
+      event,
+      level,
+      fields: fields!.trim() === '–' ? [] : [...fields!.matchAll(/`(\w+)`/g)].map((m) => m[1]),
+    }));
+    expect(rows).toEqual(EVENTS.map(([event, { level, fields }]) => ({ event, level, fields: [...fields] })));
+  });
+
   test('LOG_FORMAT is text by default, json when asked, and refused otherwise naming both', () => {
     expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN }).logFormat).toBe('text');
     expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN, LOG_FORMAT: 'json' }).logFormat).toBe('json');

@@ -152,6 +152,13 @@ describe('a day of traffic', () => {
     expect([...names].sort()).toEqual(['le', 'method', 'reason', 'route', 'scope', 'status', 'version']);
   });
 
+  test('docs/operations.md lists every metric with its type, and no other', async () => {
+    const docs = await Bun.file(`${import.meta.dir}/../docs/operations.md`).text();
+    const listed = [...docs.matchAll(/^\| `((?:ev_ingest|process)_\w+)` \| (\w+) \|/gm)].map(([, name, type]) => `${name} ${type}`);
+    const scraped = [...after.text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => `${name} ${type}`);
+    expect(listed).toEqual(scraped);
+  });
+
   test('promtool check metrics accepts the scrape (skipped only outside CI when promtool is missing)', async () => {
     if (!Bun.which('promtool')) {
       if (process.env.CI === 'true') throw new Error('promtool is missing: install the prometheus package');
