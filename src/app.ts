@@ -96,7 +96,8 @@ export function createApp({
   }
 
   const { committer } = storage;
-  metrics.readFrom({ telemetry, consumption, sessions, committer, planner, plannerWaiting: waitingSamplesCounter(storage.db), pairing });
+  const plannerWaiting = waitingSamplesCounter(storage.db);
+  metrics.readFrom({ telemetry, consumption, sessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {

@@ -115,7 +115,7 @@ export const limits = {
   plannerMarkFailuresLogged: 60,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
-  /** A write unanswered this long, or a writer silent this long, turns `/v1/ready` to 503 (under the health check's wait). */
+  /** A write unanswered, or a writer silent, this long turns `/v1/ready` to 503 (under the healthcheck's 5 s). */
   readyWaitMs: 3000,
   /** How long `ev-ingest healthcheck` waits for the whole 200. */
   healthcheckMs: 5000,

@@ -4,7 +4,10 @@
  * and check that no field may carry a secret or a location. A new event is one line here.
  */
 export const LOG_EVENTS = {
-  started: { level: 'info', fields: ['version', 'address', 'database', 'durability', 'devices', 'pairing', 'planner', 'metrics'] },
+  started: {
+    level: 'info',
+    fields: ['version', 'address', 'database', 'durability', 'devices', 'pairing', 'planner', 'metrics'],
+  },
   stopping: { level: 'info', fields: [] },
   stopped: { level: 'info', fields: ['groups', 'writes', 'syncs'] },
   'stop.failed': { level: 'error', fields: ['reason'] },

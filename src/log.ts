@@ -107,7 +107,10 @@ function clockText(): () => string {
 }
 
 /** A logger that keeps its lines, for tests that assert what was (not) logged. */
-export function createMemoryLogger(level: LogLevel = 'debug', format: LogFormat = 'text'): Logger & { readonly lines: string[] } {
+export function createMemoryLogger(
+  level: LogLevel = 'debug',
+  format: LogFormat = 'text',
+): Logger & { readonly lines: string[] } {
   const kept: string[] = [];
   const logger = createLogger(level, (text) => kept.push(...text.split('\n').filter(Boolean)), format);
   return Object.defineProperty(logger, 'lines', {

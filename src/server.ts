@@ -42,7 +42,9 @@ export async function serve(
       resolve(error);
     };
   });
-  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs, readyWaitMs: config.readyWaitMs }));
+  const { bodyReadMs } = timeouts;
+  const { readyWaitMs } = config;
+  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs, readyWaitMs }));
   await service.ready;
   service.devices.watch();
   service.pairing?.book.watch();
@@ -50,7 +52,8 @@ export async function serve(
   let server: Listener;
   let metricsServer: MetricsListener | null = null;
   try {
-    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders, requestObserver(service, config));
+    const observe = requestObserver(service, config);
+    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders, observe);
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
@@ -68,12 +71,13 @@ export async function serve(
 
   logStarted(server, metricsServer, service, config, storage, log);
   const stop = stopOnce([server, metricsServer], service, storage, log);
-  return { url: server.url, metricsUrl: metricsServer && new URL('/metrics', metricsServer.url), service, storage, stop, fatal };
+  const metricsUrl = metricsServer && new URL('/metrics', metricsServer.url);
+  return { url: server.url, metricsUrl, service, storage, stop, fatal };
 }
 
 type MetricsListener = ReturnType<typeof listenMetrics>;
 
-/** Counts each answer by route pattern, method and status, when metrics are served; otherwise nothing is done per request. */
+/** Counts each answer by route pattern, method and status when metrics are served; else nothing is done per request. */
 function requestObserver(service: Service, config: Config): RequestObserver | undefined {
   if (!config.metricsListen) return undefined;
   const routeOf = routePatterns(service.app.routes);
@@ -83,7 +87,14 @@ function requestObserver(service: Service, config: Config): RequestObserver | un
 type Listener = ReturnType<typeof listen>;
 
 /** The start line, and the warnings an owner should see once at start-up. */
-function logStarted(server: Listener, metrics: MetricsListener | null, service: Service, config: Config, storage: Storage, log: Logger): void {
+function logStarted(
+  server: Listener,
+  metrics: MetricsListener | null,
+  service: Service,
+  config: Config,
+  storage: Storage,
+  log: Logger,
+): void {
   log.info('started', {
     version: VERSION,
     address: server.url.href,

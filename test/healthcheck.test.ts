@@ -1,4 +1,4 @@
-/** `ev-ingest healthcheck [URL]` of the compiled binary: 0 on a 200 within 5 s, 1 on anything else, 2 on a wrong call. */
+/** `ev-ingest healthcheck [URL]` of the compiled binary: 0 on a 200 within 5 s, 1 on anything else, 2 if misused. */
 import { beforeAll, expect, test } from 'bun:test';
 import { compiledBinary, startBinary } from './binary.ts';
 import { consumptionChunk, heldSyncs, OWNER_TOKEN, tempDir, testConfig } from './support.ts';
@@ -18,13 +18,21 @@ async function healthcheck(args: string[], env: Record<string, string> = {}) {
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
   return { code, stdout, stderr };
 }
 
-test('the default URL comes from HOST and PORT, a wildcard HOST asked on loopback: exit 0 on the ready binary', async () => {
+test('the default URL is HOST:PORT, a wildcard HOST asked on loopback: exit 0 on the ready binary', async () => {
   const cwd = tempDir();
-  const server = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: `${cwd}/ev.db`, HOST: '0.0.0.0' }, cwd);
+  const server = await startBinary(
+    binary,
+    { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: `${cwd}/ev.db`, HOST: '0.0.0.0' },
+    cwd,
+  );
   try {
     const port = server.url.port;
     expect(await healthcheck([], { HOST: '0.0.0.0', PORT: port })).toEqual({
@@ -41,7 +49,10 @@ test('the default URL comes from HOST and PORT, a wildcard HOST asked on loopbac
 
 test('exit 1 while a write is held at its sync, 0 once it is released', async () => {
   const syncs = heldSyncs();
-  const running = await serve({ ...testConfig(tempDir()), syncFile: syncs.syncFile, readyWaitMs: 100 }, createMemoryLogger());
+  const running = await serve(
+    { ...testConfig(tempDir()), syncFile: syncs.syncFile, readyWaitMs: 100 },
+    createMemoryLogger(),
+  );
   const url = new URL('/v1/ready', running.url).href;
   try {
     expect((await healthcheck([url])).code).toBe(0);

@@ -18,14 +18,16 @@ const SRC = join(import.meta.dir, '../src');
 const EVENTS = Object.entries(LOG_EVENTS) as [LogEventName, (typeof LOG_EVENTS)[LogEventName]][];
 
 /** Field names that would say a secret, a location or a body; none may be catalogued. */
-const FORBIDDEN_FIELD = /token|password|secret|key|auth|cookie|^lat|^lon|location|elevation|body|code|pairingId|session/i;
+const FORBIDDEN_FIELD =
+  /token|password|secret|key|auth|cookie|^lat|^lon|location|elevation|body|code|pairingId|session/i;
 
 /** Every `log.<level>('event'` call in src/, also split over lines. */
 function loggedInSource(): { level: string; event: string; file: string }[] {
   const calls = [];
   for (const file of readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((name) => /\.tsx?$/.test(name))) {
     const text = readFileSync(join(SRC, file), 'utf8');
-    for (const match of text.matchAll(/\.(debug|info|warn|error)\(\s*'([a-z_.]+)'/g)) calls.push({ level: match[1]!, event: match[2]!, file });
+    for (const match of text.matchAll(/\.(debug|info|warn|error)\(\s*'([a-z_.]+)'/g))
+      calls.push({ level: match[1]!, event: match[2]!, file });
   }
   return calls;
 }
@@ -41,17 +43,24 @@ function readText(line: string) {
 }
 
 describe('the catalogue', () => {
-  test('every event logged in src/ is catalogued at the level it is logged at, and every catalogued one is logged', () => {
+  test('every event logged in src/ is catalogued at its level, and every catalogued one is logged', () => {
     const calls = loggedInSource();
     for (const { level, event, file } of calls) {
-      expect({ event, file, level: LOG_EVENTS[event as LogEventName]?.level as string | undefined }).toEqual({ event, file, level });
+      expect({ event, file, level: LOG_EVENTS[event as LogEventName]?.level as string | undefined }).toEqual({
+        event,
+        file,
+        level,
+      });
     }
     expect(new Set(calls.map((call) => call.event))).toEqual(new Set(EVENTS.map(([event]) => event)));
   });
 
   test('no field name is one that says a secret, a location or a body, nor one of the line’s own keys', () => {
     for (const [event, { fields }] of EVENTS) {
-      expect({ event, fields: fields.filter((field) => FORBIDDEN_FIELD.test(field) || ['time', 'level', 'event'].includes(field)) }).toEqual({
+      expect({
+        event,
+        fields: fields.filter((field) => FORBIDDEN_FIELD.test(field) || ['time', 'level', 'event'].includes(field)),
+      }).toEqual({
         event,
         fields: [],
       });
@@ -90,7 +99,9 @@ describe('the catalogue', () => {
   test('LOG_FORMAT is text by default, json when asked, and refused otherwise naming both', () => {
     expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN }).logFormat).toBe('text');
     expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN, LOG_FORMAT: 'json' }).logFormat).toBe('json');
-    expect(() => serveConfig({ INGEST_TOKEN: OWNER_TOKEN, LOG_FORMAT: 'yaml' })).toThrow(new ConfigError('LOG_FORMAT must be one of text, json'));
+    expect(() => serveConfig({ INGEST_TOKEN: OWNER_TOKEN, LOG_FORMAT: 'yaml' })).toThrow(
+      new ConfigError('LOG_FORMAT must be one of text, json'),
+    );
   });
 
   test('a number that is not finite is null in JSON, never invalid JSON', () => {
@@ -124,13 +135,20 @@ async function loggedDay(format: LogFormat) {
   try {
     const client = overSocket(running);
     const utc = Math.floor(Date.now() / 1000) - 60;
-    const samples = [{ utc, soc: 50, lat: LAT, lon: LON, elevation: 519 }, { utc: utc + 1, soc: 'x', lat: LAT, lon: LON }];
-    expect((await client.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } })).status).toBe(200);
+    const samples = [
+      { utc, soc: 50, lat: LAT, lon: LON, elevation: 519 },
+      { utc: utc + 1, soc: 'x', lat: LAT, lon: LON },
+    ];
+    expect(
+      (await client.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } })).status,
+    ).toBe(200);
     expect((await client.request('PUT', '/v1/consumption/daily', { body: consumptionChunk() })).status).toBe(204);
     expect((await client.request('GET', '/v1/ready', { token: 'a-wrong-token-not-for-logs' })).status).toBe(200);
     const started = await startPairing(client, INSTALLATION, 'Car at home');
     secrets.push(started.pairingId, started.userCode);
-    expect((await submitForm(client, { code: started.userCode, password: WRONG_PASSWORD, decision: 'approve' })).status).toBe(403);
+    expect(
+      (await submitForm(client, { code: started.userCode, password: WRONG_PASSWORD, decision: 'approve' })).status,
+    ).toBe(403);
     const paired = await pairDevice(client, INSTALLATION);
     secrets.push(paired.token);
     expect((await poll(client, started.pairingId)).status).toBe(200);
@@ -146,7 +164,7 @@ async function loggedDay(format: LogFormat) {
 }
 
 for (const format of ['text', 'json'] as const) {
-  test(`a working day logged as ${format}: every line a catalogued event with its fields, no secret, no location`, async () => {
+  test(`a day logged as ${format}: every line a catalogued event with its fields, no secret, no location`, async () => {
     const { lines, secrets } = await loggedDay(format);
     const events = new Set<string>();
     for (const line of lines) {
@@ -159,7 +177,18 @@ for (const format of ['text', 'json'] as const) {
       expect(line).not.toMatch(/48\.13|11\.57|519/);
     }
     // The day went through the pipeline, pairing, the planner and the stop.
-    for (const event of ['started', 'request', 'telemetry.dropped', 'pairing.started', 'pairing.wrong_password', 'pairing.approved', 'pairing.collected', 'device.revoked', 'planner.retry', 'stopped']) {
+    for (const event of [
+      'started',
+      'request',
+      'telemetry.dropped',
+      'pairing.started',
+      'pairing.wrong_password',
+      'pairing.approved',
+      'pairing.collected',
+      'device.revoked',
+      'planner.retry',
+      'stopped',
+    ]) {
       expect(events).toContain(event);
     }
   });

@@ -71,20 +71,30 @@ describe('a day of traffic', () => {
       { utc: utc + 1, soc: 51, unknownField: 1 },
       { utc: utc + 2, soc: 500 },
     ];
-    expect((await client.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } })).status).toBe(200);
+    expect(
+      (await client.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } })).status,
+    ).toBe(200);
     await planner.waitFor(1);
     waitingWhileHeld = (await scrape(running.metricsUrl!)).series.get('ev_ingest_planner_waiting')!;
     gate.resolve();
     for (const recordedAt of [1_764_080_000_123, 1_764_080_000_124]) {
-      expect((await client.request('PUT', '/v1/consumption/daily', { body: consumptionChunk({ recordedAt }) })).status).toBe(204);
+      expect(
+        (await client.request('PUT', '/v1/consumption/daily', { body: consumptionChunk({ recordedAt }) })).status,
+      ).toBe(204);
     }
-    const session = { installationId: INSTALLATION, startedAt: 1_764_080_000_000, endedAt: 1_764_081_800_000, energyKwh: 40 };
+    const session = {
+      installationId: INSTALLATION,
+      startedAt: 1_764_080_000_000,
+      endedAt: 1_764_081_800_000,
+      energyKwh: 40,
+    };
     expect((await client.request('PUT', '/v1/charging-sessions/session-1', { body: session })).status).toBe(204);
     expect((await client.request('GET', `/v1/consumption/history/${INSTALLATION}`)).status).toBe(200);
     expect((await client.request('GET', '/v1/nothing', { token: null })).status).toBe(404);
     const started = await startPairing(client, INSTALLATION, 'MG4');
     expect((await decide(client, started.userCode, 'approve')).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await client.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await client.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
     await waitUntil(() => running.service.planner.stats.sent + running.service.planner.stats.givenUp === 2, 10_000);
     await running.storage.committer.idle();
     after = await scrape(running.metricsUrl!);
@@ -123,7 +133,9 @@ describe('a day of traffic', () => {
     expect(moved('ev_ingest_http_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1);
     expect(moved('ev_ingest_http_requests_total{route="/v1/devices",method="GET",status="401"}')).toBe(5);
     expect(moved('ev_ingest_http_request_duration_seconds_count{route="/v1/consumption/daily"}')).toBe(2);
-    expect(after.series.get('ev_ingest_http_request_duration_seconds_bucket{route="/v1/consumption/daily",le="+Inf"}')).toBe(2);
+    expect(
+      after.series.get('ev_ingest_http_request_duration_seconds_bucket{route="/v1/consumption/daily",le="+Inf"}'),
+    ).toBe(2);
   });
 
   test('commit groups and WAL syncs as the committer counted them', () => {
@@ -140,21 +152,35 @@ describe('a day of traffic', () => {
     const rss = after.series.get('process_resident_memory_bytes')!;
     expect(rss).toBeGreaterThan(10 * 1024 * 1024);
     expect(rss).toBeLessThan(4 * process.memoryUsage.rss());
-    expect(Math.abs(after.series.get('process_start_time_seconds')! - (Date.now() / 1000 - process.uptime()))).toBeLessThan(5);
+    expect(
+      Math.abs(after.series.get('process_start_time_seconds')! - (Date.now() / 1000 - process.uptime())),
+    ).toBeLessThan(5);
     expect(after.series.get('process_cpu_seconds_total')).toBeGreaterThan(0);
   });
 
   test('no label holds an installation id, a token, a password or a location; label names are the few known', () => {
-    for (const secret of [INSTALLATION, OWNER_TOKEN, PASSWORD, WRONG_PASSWORD, PLANNER_TOKEN, String(LAT), String(LON)]) {
+    for (const secret of [
+      INSTALLATION,
+      OWNER_TOKEN,
+      PASSWORD,
+      WRONG_PASSWORD,
+      PLANNER_TOKEN,
+      String(LAT),
+      String(LON),
+    ]) {
       expect(after.text).not.toContain(secret);
     }
-    const names = new Set([...after.series.keys()].flatMap((key) => [...key.matchAll(/[{,](\w+)="/g)].map((m) => m[1])));
+    const names = new Set(
+      [...after.series.keys()].flatMap((key) => [...key.matchAll(/[{,](\w+)="/g)].map((m) => m[1])),
+    );
     expect([...names].sort()).toEqual(['le', 'method', 'reason', 'route', 'scope', 'status', 'version']);
   });
 
   test('docs/operations.md lists every metric with its type, and no other', async () => {
     const docs = await Bun.file(`${import.meta.dir}/../docs/operations.md`).text();
-    const listed = [...docs.matchAll(/^\| `((?:ev_ingest|process)_\w+)` \| (\w+) \|/gm)].map(([, name, type]) => `${name} ${type}`);
+    const listed = [...docs.matchAll(/^\| `((?:ev_ingest|process)_\w+)` \| (\w+) \|/gm)].map(
+      ([, name, type]) => `${name} ${type}`,
+    );
     const scraped = [...after.text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => `${name} ${type}`);
     expect(listed).toEqual(scraped);
   });
@@ -165,8 +191,16 @@ describe('a day of traffic', () => {
       console.warn('skipped: promtool is not installed (apt-get install prometheus)');
       return;
     }
-    const check = Bun.spawn(['promtool', 'check', 'metrics'], { stdin: new Blob([after.text]), stdout: 'pipe', stderr: 'pipe' });
-    const [code, out, err] = await Promise.all([check.exited, new Response(check.stdout).text(), new Response(check.stderr).text()]);
+    const check = Bun.spawn(['promtool', 'check', 'metrics'], {
+      stdin: new Blob([after.text]),
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [code, out, err] = await Promise.all([
+      check.exited,
+      new Response(check.stdout).text(),
+      new Response(check.stderr).text(),
+    ]);
     expect({ code, out, err }).toEqual({ code: 0, out: '', err: '' });
   });
 });
@@ -179,8 +213,14 @@ test('the metrics listener answers only GET /metrics', async () => {
 
 test('METRICS_LISTEN is off by default and must be HOST:PORT', () => {
   expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN }).metricsListen).toBeNull();
-  expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN, METRICS_LISTEN: '127.0.0.1:9464' }).metricsListen).toEqual({ host: '127.0.0.1', port: 9464 });
-  expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN, METRICS_LISTEN: '[::1]:9464' }).metricsListen).toEqual({ host: '::1', port: 9464 });
+  expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN, METRICS_LISTEN: '127.0.0.1:9464' }).metricsListen).toEqual({
+    host: '127.0.0.1',
+    port: 9464,
+  });
+  expect(serveConfig({ INGEST_TOKEN: OWNER_TOKEN, METRICS_LISTEN: '[::1]:9464' }).metricsListen).toEqual({
+    host: '::1',
+    port: 9464,
+  });
   for (const wrong of ['9464', 'localhost', '::1:9464', 'host:99999', 'a b:1']) {
     expect(() => serveConfig({ INGEST_TOKEN: OWNER_TOKEN, METRICS_LISTEN: wrong })).toThrow(
       new ConfigError('METRICS_LISTEN must be HOST:PORT, such as 127.0.0.1:9464 or [::1]:9464'),
@@ -188,10 +228,14 @@ test('METRICS_LISTEN is off by default and must be HOST:PORT', () => {
   }
 });
 
-test('the compiled binary serves metrics where METRICS_LISTEN says, and names the address in its start line', async () => {
+test('the compiled binary serves metrics at METRICS_LISTEN and names the address in its start line', async () => {
   const binary = await compiledBinary();
   const cwd = tempDir();
-  const server = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: `${cwd}/ev.db`, METRICS_LISTEN: '127.0.0.1:0' }, cwd);
+  const server = await startBinary(
+    binary,
+    { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: `${cwd}/ev.db`, METRICS_LISTEN: '127.0.0.1:0' },
+    cwd,
+  );
   try {
     const url = / metrics=(\S+)/.exec(server.output())![1]!;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);

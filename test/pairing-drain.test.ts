@@ -16,7 +16,11 @@ const BODY_BYTES = 5_000_000;
 let server: RunningBinary;
 beforeAll(async () => {
   const cwd = tempDir();
-  server = await startBinary(await compiledBinary(), { INGEST_TOKEN: OWNER_TOKEN, APPROVAL_PASSWORD: PASSWORD, DATABASE_PATH: `${cwd}/ev.db` }, cwd);
+  server = await startBinary(
+    await compiledBinary(),
+    { INGEST_TOKEN: OWNER_TOKEN, APPROVAL_PASSWORD: PASSWORD, DATABASE_PATH: `${cwd}/ev.db` },
+    cwd,
+  );
 }, 120_000);
 afterAll(() => server.stop());
 
@@ -44,7 +48,10 @@ function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
       closed = true;
       resolve({ answer, sent, ms: performance.now() - began });
     });
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: application/json\r\nContent-Length: ${BODY_BYTES}\r\n\r\n`);
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${BODY_BYTES}\r\n\r\n`,
+    );
     const next = () => {
       if (closed || sent >= BODY_BYTES) return;
       const bytes = Math.min(chunk, BODY_BYTES - sent);
@@ -65,13 +72,16 @@ function expectTooLarge(answer: string): void {
   expect(answer.toLowerCase()).toContain('\r\nconnection: close\r\n');
 }
 
-test.each(['/v1/pair/start', '/v1/pair/poll'])('%s: a 5 MB body gets the 400, and what still comes after 1 MiB is cut off', async (path) => {
-  // 256 KiB every 50 ms (5 MB/s): 1 MiB within a quarter second, far within 2 s.
-  const { answer, sent, ms } = await upload(path, 256 * 1024, 50);
-  expectTooLarge(answer);
-  expect(sent).toBeLessThan(3 * MIB);
-  expect(ms).toBeLessThan(1500);
-});
+test.each(['/v1/pair/start', '/v1/pair/poll'])(
+  '%s: a 5 MB body gets the 400, and what still comes after 1 MiB is cut off',
+  async (path) => {
+    // 256 KiB every 50 ms (5 MB/s): 1 MiB within a quarter second, far within 2 s.
+    const { answer, sent, ms } = await upload(path, 256 * 1024, 50);
+    expectTooLarge(answer);
+    expect(sent).toBeLessThan(3 * MIB);
+    expect(ms).toBeLessThan(1500);
+  },
+);
 
 test('a body trickling in is cut off after 2 s of draining, with the 400', async () => {
   // 16 KiB every 100 ms: 320 KiB in 2 s, far under 1 MiB.
@@ -85,7 +95,8 @@ test('a body trickling in is cut off after 2 s of draining, with the 400', async
 // At full speed the client's reading of the 400 is not asserted: closing with a body still arriving makes the
 // kernel answer it with a reset, which now and then beats the 400 to the client (TCP, RFC 9293 §3.6.1).
 test('memory stays bounded: twenty 5 MB bodies at full speed, four at a time, each cut off at once', async () => {
-  const peak = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.process.pid}/status`, 'utf8'))![1]) * 1024;
+  const peak = () =>
+    Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.process.pid}/status`, 'utf8'))![1]) * 1024;
   await upload('/v1/pair/start', 64 * 1024, 0); // warm
   const before = peak();
   for (let round = 0; round < 5; round++) {

@@ -93,7 +93,7 @@ describe('bodies of the routes without a token', () => {
       expect(response.status).toBe(400);
       expect(response.headers.get('connection')).toBe('close');
       if (path !== '/pair') expect(await response.json()).toEqual({ error: 'body is too large' });
-      // The 4 KiB cap, the 1 MiB drain, the chunk that crossed it and one of read-ahead: not the 16 MiB an ingest body may drain.
+      // The 4 KiB cap, the 1 MiB drain, the chunk that crossed it and one of read-ahead: not an ingest body's 16 MiB.
       expect(counted.pulled).toBeLessThanOrEqual(4096 + 1024 * 1024 + 2 * 16 * 1024);
     },
   );

@@ -4,7 +4,15 @@ import { expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { Readiness } from '../src/health/service.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { answer, consumptionChunk, heldSyncs, startTestService, tempDir, waitUntil, type TestService } from './support.ts';
+import {
+  answer,
+  consumptionChunk,
+  heldSyncs,
+  startTestService,
+  tempDir,
+  waitUntil,
+  type TestService,
+} from './support.ts';
 
 const READY = { status: 200, body: { status: 'ready' } };
 const unavailable = (reason: string) => ({ status: 503, body: { status: 'unavailable', reason } });
@@ -27,7 +35,7 @@ test('ready without a token while the writer stores and a read works', async () 
   }
 });
 
-test('a write held at its sync (a stalled disk) turns it 503, and releasing the sync turns it 200 again, each logged once', async () => {
+test('a write held at its sync (a stalled disk) turns it 503, its release 200 again, each logged once', async () => {
   const syncs = heldSyncs();
   const service = await startTestService({}, { syncFile: syncs.syncFile, readyWaitMs: 100 });
   try {

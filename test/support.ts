@@ -158,8 +158,9 @@ export function migratedByNewerVersion(path: string, later: number[]): void {
  */
 export const migratedByNewerRefusal = (path: string, unknown: string, by: string | null = null) =>
   `DATABASE_PATH ${path} cannot be used: it was migrated by ` +
-  `${by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`} (${unknown}); ` +
-  `run ${by ?? 'that newer version'} or later, or restore the backup taken before the upgrade (docs/operations.md: Upgrades)`;
+  `${by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`} ` +
+  `(${unknown}); run ${by ?? 'that newer version'} or later, ` +
+  'or restore the backup taken before the upgrade (docs/operations.md: Upgrades)';
 
 /** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
 export function immutable(path: string): () => void {

@@ -19,7 +19,12 @@ const NEWER = '2.99.0';
 const ADDED_AT = MIGRATIONS.at(-1)!.folderMillis + 86_400_000;
 
 /** A migration this version does not have, as a newer build would ship it. */
-const newerMigration: MigrationMeta = { sql: ['CREATE TABLE `newer_feature` (`x` integer)'], folderMillis: ADDED_AT, hash: 'newer', bps: true };
+const newerMigration: MigrationMeta = {
+  sql: ['CREATE TABLE `newer_feature` (`x` integer)'],
+  folderMillis: ADDED_AT,
+  hash: 'newer',
+  bps: true,
+};
 
 /** A database at `path` that the newer build migrated: this version's migrations, then its own, recorded as NEWER. */
 function migratedByNewerBuild(path: string): void {
@@ -29,7 +34,11 @@ function migratedByNewerBuild(path: string): void {
 }
 
 const refusal = (path: string) =>
-  migratedByNewerRefusal(path, `1 migration this version does not know, the newest dated ${new Date(ADDED_AT).toISOString()}`, NEWER);
+  migratedByNewerRefusal(
+    path,
+    `1 migration this version does not know, the newest dated ${new Date(ADDED_AT).toISOString()}`,
+    NEWER,
+  );
 
 let binary: string;
 beforeAll(async () => {
@@ -58,7 +67,7 @@ test('the compiled binary exits 1 with that one line, and leaves the file and it
   expect(readdirSync(cwd).filter((name) => !name.endsWith('.stdout.log'))).toEqual(['ev.db']); // no -wal, -shm or lock
 });
 
-test('a database this version migrates records this version, and a newer build that adds nothing does not block it', async () => {
+test('a database this version migrates records it; a newer build that adds nothing does not block it', async () => {
   const cwd = tempDir();
   const path = join(cwd, 'ev.db');
   const server = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: path }, cwd);

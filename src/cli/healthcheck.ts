@@ -1,9 +1,10 @@
-/** `ev-ingest healthcheck [URL]`: asks `/v1/ready` and exits 0 on a 200 within 5 s, else 1 (container health checks without curl). */
+/** `ev-ingest healthcheck [URL]`: asks `/v1/ready`; exit 0 on a 200 within 5 s, else 1 (for images without curl). */
 import { helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import { listenAddress, readEnvironment, type Env } from '../config.ts';
 import { limits } from '../limits.ts';
 
-export const HEALTHCHECK_USAGE = `  ev-ingest healthcheck [URL]    exit 0 if URL (default http://HOST:PORT/v1/ready) answers 200 within 5 s, else 1`;
+export const HEALTHCHECK_USAGE = `  ev-ingest healthcheck [URL]    exit 0 if URL answers 200 within 5 s, else 1
+                                 (default http://HOST:PORT/v1/ready)`;
 
 export async function healthcheckCommand(args: string[], out: Out = toStdout, err: Out = toStderr): Promise<number> {
   const notOperands = helpOrOption(args, HEALTHCHECK_USAGE, out, err);
@@ -34,6 +35,9 @@ async function ask(url: string): Promise<{ ready: boolean; said: string }> {
     return { ready: response.status === 200, said: `${url}: ${response.status} ${body}` };
   } catch (error) {
     const timedOut = (error as Error).name === 'TimeoutError';
-    return { ready: false, said: `${url}: ${timedOut ? `no answer within ${limits.healthcheckMs / 1000} s` : (error as Error).message}` };
+    return {
+      ready: false,
+      said: `${url}: ${timedOut ? `no answer within ${limits.healthcheckMs / 1000} s` : (error as Error).message}`,
+    };
   }
 }

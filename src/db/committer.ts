@@ -58,7 +58,7 @@ export class Committer {
   private queue: Pending[] = [];
   /** Groups handed to the writer and not committed yet, oldest first: the one it runs, perhaps one behind. */
   private atWriter: Pending[][] = [];
-  /** Groups handed to the writer and not answered yet (those at the writer and those syncing), with when each was handed. */
+  /** Groups handed to the writer and not answered yet (at the writer or syncing), with when each was handed. */
   private unanswered = new Map<Pending[], number>();
   /**
    * When the oldest group at the writer was sent to it, or, if it waited there, when the group before

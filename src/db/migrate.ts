@@ -64,7 +64,8 @@ export function refuseNewerDatabase(db: Database, databasePath: string): void {
   const whom = by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`;
   throw unusableDatabase(
     databasePath,
-    `it was migrated by ${whom} (${unknown}); run ${by ?? 'that newer version'} or later, or restore the backup taken before the upgrade (docs/operations.md: Upgrades)`,
+    `it was migrated by ${whom} (${unknown}); run ${by ?? 'that newer version'} or later, ` +
+      'or restore the backup taken before the upgrade (docs/operations.md: Upgrades)',
   );
 }
 
@@ -81,7 +82,7 @@ function versionNumber(version: string): number {
   return major * 1_000_000 + minor * 1_000 + patch;
 }
 
-/** The newer version `recordMigratedBy` recorded, or null when none is (a build before the record, or one recording itself no newer). */
+/** The newer version `recordMigratedBy` recorded, or null: none recorded (an older build), or none newer than this. */
 function migratedBy(db: Database): string | null {
   const { user_version: number } = db.query<{ user_version: number }, []>('PRAGMA user_version').get()!;
   if (number <= versionNumber(VERSION)) return null;

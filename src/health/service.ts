@@ -34,7 +34,8 @@ export class Readiness {
 
   private async writerProblem(): Promise<Unreadiness> {
     if (this.committer.failure) return 'the writer has failed; the service must be restarted';
-    if (this.committer.oldestWaitMs() >= this.waitMs) return `a write has waited over ${this.waitMs / 1000} s (is the disk stalled?)`;
+    if (this.committer.oldestWaitMs() >= this.waitMs)
+      return `a write has waited over ${this.waitMs / 1000} s (is the disk stalled?)`;
     let timer: Timer | undefined;
     const silent = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), this.waitMs)));
     try {

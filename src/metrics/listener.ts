@@ -11,7 +11,8 @@ export function listenMetrics(metrics: Metrics, { host, port }: { host: string; 
     development: false,
     fetch(request) {
       if (new URL(request.url).pathname !== '/metrics') return new Response('not found\n', { status: 404 });
-      if (request.method !== 'GET' && request.method !== 'HEAD') return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
+      if (request.method !== 'GET' && request.method !== 'HEAD')
+        return new Response(null, { status: 405, headers: { Allow: 'GET, HEAD' } });
       return new Response(metrics.exposition(), { headers: EXPOSITION });
     },
   });

@@ -85,7 +85,8 @@ export class Reading implements Metric {
     const value = this.read();
     let text = header(this.name, this.help, this.type);
     if (typeof value === 'number') return `${text}${this.name} ${numberText(value)}\n`;
-    for (const [label, count] of value) text += `${this.name}${labelText([this.labelName!], [label])} ${numberText(count)}\n`;
+    for (const [label, count] of value)
+      text += `${this.name}${labelText([this.labelName!], [label])} ${numberText(count)}\n`;
     return text;
   }
 }

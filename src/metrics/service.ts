@@ -29,15 +29,27 @@ export interface MetricsSources {
 }
 
 export class Metrics implements CommitObserver {
-  private readonly httpRequests = new Counter('ev_ingest_http_requests_total', 'HTTP requests answered.', ['route', 'method', 'status']);
+  private readonly httpRequests = new Counter('ev_ingest_http_requests_total', 'HTTP requests answered.', [
+    'route',
+    'method',
+    'status',
+  ]);
   private readonly httpDuration = new Histogram(
     'ev_ingest_http_request_duration_seconds',
     'Time from a request to its answer.',
     SECONDS_BUCKETS,
     ['route'],
   );
-  private readonly commitGroupWrites = new Histogram('ev_ingest_commit_group_writes', 'Writes per committed group.', GROUP_BUCKETS);
-  private readonly walSyncDuration = new Histogram('ev_ingest_wal_sync_duration_seconds', 'Time of one sync of the WAL.', SYNC_BUCKETS);
+  private readonly commitGroupWrites = new Histogram(
+    'ev_ingest_commit_group_writes',
+    'Writes per committed group.',
+    GROUP_BUCKETS,
+  );
+  private readonly walSyncDuration = new Histogram(
+    'ev_ingest_wal_sync_duration_seconds',
+    'Time of one sync of the WAL.',
+    SYNC_BUCKETS,
+  );
   private metrics: Metric[] = [];
 
   /** Reads the features' counts from `sources` at each scrape from now on. */
@@ -49,7 +61,12 @@ export class Metrics implements CommitObserver {
       this.httpRequests,
       this.httpDuration,
       counter('ev_ingest_samples_stored_total', 'Telemetry samples stored.', () => telemetry.samplesStored),
-      counter('ev_ingest_values_dropped_total', 'Telemetry values (or whole samples) dropped.', () => telemetry.valuesDropped, 'reason'),
+      counter(
+        'ev_ingest_values_dropped_total',
+        'Telemetry values (or whole samples) dropped.',
+        () => telemetry.valuesDropped,
+        'reason',
+      ),
       counter('ev_ingest_chunks_stored_total', 'Consumption chunks stored.', () => consumption.chunksStored),
       counter('ev_ingest_sessions_stored_total', 'Charging sessions stored.', () => sessions.stored),
       counter('ev_ingest_commit_groups_total', 'Group transactions committed.', () => committer.stats.groups),
@@ -57,14 +74,40 @@ export class Metrics implements CommitObserver {
       this.walSyncDuration,
       new Reading('ev_ingest_planner_waiting', 'Samples waiting for the planner.', 'gauge', sources.plannerWaiting),
       counter('ev_ingest_planner_sent_total', 'Samples the planner accepted.', () => planner.stats.sent),
-      counter('ev_ingest_planner_retries_total', 'Planner attempts to be retried.', () => planner.failures.retried, 'reason'),
-      counter('ev_ingest_planner_given_up_total', 'Samples the planner never took.', () => planner.failures.givenUp, 'reason'),
+      counter(
+        'ev_ingest_planner_retries_total',
+        'Planner attempts to be retried.',
+        () => planner.failures.retried,
+        'reason',
+      ),
+      counter(
+        'ev_ingest_planner_given_up_total',
+        'Samples the planner never took.',
+        () => planner.failures.givenUp,
+        'reason',
+      ),
       counter('ev_ingest_pairing_started_total', 'Pairing requests started.', () => pairing?.book.counts.started ?? 0),
-      counter('ev_ingest_pairing_approved_total', 'Pairing requests approved.', () => pairing?.book.counts.approved ?? 0),
-      counter('ev_ingest_lockouts_total', 'Approval lockouts begun.', () => new Map([['all', pairing?.lock.lockouts ?? 0]]), 'scope'),
+      counter(
+        'ev_ingest_pairing_approved_total',
+        'Pairing requests approved.',
+        () => pairing?.book.counts.approved ?? 0,
+      ),
+      counter(
+        'ev_ingest_lockouts_total',
+        'Approval lockouts begun.',
+        () => new Map([['all', pairing?.lock.lockouts ?? 0]]),
+        'scope',
+      ),
       new Reading('ev_ingest_build_info', 'The running version.', 'gauge', () => new Map([[VERSION, 1]]), 'version'),
-      new Reading('process_resident_memory_bytes', 'Resident memory of the process.', 'gauge', () => process.memoryUsage.rss()),
-      new Reading('process_start_time_seconds', 'When the process started, in seconds since 1970.', 'gauge', () => performance.timeOrigin / 1000),
+      new Reading('process_resident_memory_bytes', 'Resident memory of the process.', 'gauge', () =>
+        process.memoryUsage.rss(),
+      ),
+      new Reading(
+        'process_start_time_seconds',
+        'When the process started, in seconds since 1970.',
+        'gauge',
+        () => performance.timeOrigin / 1000,
+      ),
       counter('process_cpu_seconds_total', 'CPU time of the process, user and system.', cpuSeconds),
     ];
   }

@@ -93,7 +93,7 @@ interface ForwarderStats {
 export class PlannerForwarder implements SampleForwarder {
   /** Read only by the tests: the service neither logs nor answers them. */
   readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0, outboxReads: 0 };
-  /** Retries and samples given up since the start, by reason (`http_<status>` or the error's class): the metrics read them. */
+  /** Retries and samples given up since the start, by reason (`http_<status>` or the error's class): the metrics'. */
   readonly failures = { retried: new Map<string, number>(), givenUp: new Map<string, number>() };
   private readonly installations = new Map<string, Installation>();
   /**

@@ -15,13 +15,17 @@ export class Telemetry {
   ) {}
 
   /** Stores the usable samples as one write; the forwarder learns of the samples this write made waiting, and whether it rewrote waiting ones. */
-  async store({ installationId, plannerSentUtc, rows, droppedReasons }: Batch): Promise<void> {
-    if (rows.length > 0) {
-      const forward = this.forwarder.forwards(installationId);
-      const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows));
-      if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
-      this.samplesStored += rows.length;
+  async store(batch: Batch): Promise<void> {
+    if (batch.rows.length > 0) await this.storeRows(batch);
+    for (const [reason, count] of batch.droppedReasons ?? []) {
+      this.valuesDropped.set(reason, (this.valuesDropped.get(reason) ?? 0) + count);
     }
-    for (const [reason, count] of droppedReasons ?? []) this.valuesDropped.set(reason, (this.valuesDropped.get(reason) ?? 0) + count);
+  }
+
+  private async storeRows({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
+    const forward = this.forwarder.forwards(installationId);
+    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows));
+    if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
+    this.samplesStored += rows.length;
   }
 }
