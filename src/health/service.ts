@@ -7,6 +7,8 @@ import type { Logger } from '../log.ts';
 /** Why the service is not ready, in words safe for anyone to read (the detail is in the log), or null when it is. */
 export type Unreadiness = string | null;
 
+const UNREADABLE = 'the database cannot be read';
+
 export class Readiness {
   private readonly read: Statement;
   private last: Unreadiness = null;
@@ -53,8 +55,9 @@ export class Readiness {
       this.read.get();
       return null;
     } catch (error) {
-      this.log.error('ready.read_failed', { error: (error as Error).message });
-      return 'the database cannot be read';
+      // Once per failure, as `ready.unavailable`: a probe every few seconds must not flood the log.
+      if (this.last !== UNREADABLE) this.log.error('ready.read_failed', { error: (error as Error).message });
+      return UNREADABLE;
     }
   }
 }
