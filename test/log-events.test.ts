@@ -12,6 +12,7 @@ import { createMemoryLogger, jsonLine, textLine, type LogFields, type LogFormat 
 import { serve } from '../src/server.ts';
 import { ACCEPT, startFakePlanner } from './fake-planner.ts';
 import { pairDevice, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
+import { compiledBinary } from './binary.ts';
 import { answer, consumptionChunk, INSTALLATION, overSocket, OWNER_TOKEN, tempDir, testConfig } from './support.ts';
 
 const SRC = join(import.meta.dir, '../src');
@@ -199,3 +200,34 @@ function jsonFields(line: string) {
   expect(typeof time).toBe('string');
   return { level: level as string, event: event as string, fields };
 }
+
+test('the compiled binary with LOG_FORMAT=json writes only JSON lines of catalogued events, from start to stop', async () => {
+  const binary = await compiledBinary();
+  const cwd = tempDir();
+  const env = {
+    PATH: process.env.PATH ?? '',
+    INGEST_TOKEN: OWNER_TOKEN,
+    DATABASE_PATH: `${cwd}/ev.db`,
+    HOST: '127.0.0.1',
+  };
+  const child = Bun.spawn([binary], { cwd, env: { ...env, PORT: '0', LOG_FORMAT: 'json' }, stdout: 'pipe' });
+  const reader = child.stdout.getReader();
+  let text = '';
+  while (!text.includes('"event":"started"')) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`ended before starting: ${text}`);
+    text += new TextDecoder().decode(value);
+  }
+  const address = (JSON.parse(text.split('\n')[0]!) as { address: string }).address;
+  expect((await fetch(new URL('/v1/ready', address))).status).toBe(200);
+  child.kill('SIGTERM');
+  for (let read = await reader.read(); !read.done; read = await reader.read())
+    text += new TextDecoder().decode(read.value);
+  expect(await child.exited).toBe(0);
+  const lines = text
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { level: string; event: LogEventName });
+  expect(lines.map(({ event }) => event)).toEqual(['started', 'request', 'stopping', 'stopped']);
+  for (const { level, event } of lines) expect(level).toBe(LOG_EVENTS[event].level);
+}, 120_000);
