@@ -201,7 +201,7 @@ function jsonFields(line: string) {
   return { level: level as string, event: event as string, fields };
 }
 
-test('the compiled binary with LOG_FORMAT=json writes only JSON lines of catalogued events, from start to stop', async () => {
+test('the binary with LOG_FORMAT=json writes only JSON lines of catalogued events, start to stop', async () => {
   const binary = await compiledBinary();
   const cwd = tempDir();
   const env = {
