@@ -25,6 +25,8 @@ import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
+import { relayRoutes } from './relay/routes.ts';
+import { Relay } from './relay/service.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 import { Telemetry } from './telemetry/samples.ts';
 
@@ -89,7 +91,8 @@ export function createApp({
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions }));
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions }))
+    .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
