@@ -151,7 +151,7 @@ export function migratedByNewerVersion(path: string, later: number[]): void {
 /** The one line that refuses a database a newer ev-ingest migrated; `unknown` counts and dates its migrations. */
 export const migratedByNewerRefusal = (path: string, unknown: string) =>
   `DATABASE_PATH ${path} cannot be used: it was migrated by a newer ev-ingest (${unknown}); ` +
-  'run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)';
+  'run that newer version, or restore a backup taken before the upgrade (docs/operations.md: Backup and restore)';
 
 /** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
 export function immutable(path: string): () => void {

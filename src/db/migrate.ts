@@ -57,7 +57,7 @@ export function refuseNewerDatabase(db: Database, databasePath: string): void {
   const unknown = `${count} migration${count === 1 ? '' : 's'} this version does not know, the newest dated ${new Date(newest).toISOString()}`;
   throw unusableDatabase(
     databasePath,
-    `it was migrated by a newer ev-ingest (${unknown}); run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)`,
+    `it was migrated by a newer ev-ingest (${unknown}); run that newer version, or restore a backup taken before the upgrade (docs/operations.md: Backup and restore)`,
   );
 }
 

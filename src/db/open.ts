@@ -65,7 +65,7 @@ export function refusalOf(path: string, error: unknown): StorageError {
   const reason = (error as Error).message;
   const code = sqliteCode(error) ?? '';
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
-    return unusableDatabase(path, `${reason}; restore a backup (README: Backup and restore)`);
+    return unusableDatabase(path, `${reason}; restore a backup (docs/operations.md: Backup and restore)`);
   }
   if (code.startsWith('SQLITE_IOERR') && noSpaceLeft(path)) return unusableDatabase(path, `${reason}; the file system holding it has no space left`);
   return unusableDatabase(path, reason);
@@ -182,7 +182,7 @@ export function refuseForeignWal(path: string): void {
   if (header === null || !isSqliteHeader(header) || header[18] === WAL_MODE) return;
   throw unusableDatabase(
     path,
-    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (README: Backup and restore)`,
+    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (docs/operations.md: Backup and restore)`,
   );
 }
 
