@@ -1,13 +1,10 @@
-/** Every limit of the service, named once (seed-spec section 8 and the contract). */
+/** Every limit of the service, named once; docs/reliability.md lists those a client meets. */
 export const limits = {
   /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
   bodyBytes: 524_288,
-  /**
-   * Bytes of an oversized ingest body read past the cap and discarded before answering 400, so a client
-   * still sending reads the answer instead of a reset (16 MiB); a larger body is answered at once and cut off.
-   */
+  /** Bytes of an oversized ingest body drained before its 400, so the client reads it (16 MiB); past them, cut off. */
   bodyDrainBytes: 16 * 1024 * 1024,
-  /** Bytes drained (by all requests together) between two full garbage collections, so drains keep memory flat. */
+  /** Bytes drained, over all requests, between two full garbage collections. */
   bodyDrainCollectBytes: 8 * 1024 * 1024,
   /** Days returned by the consumption history. */
   historyDays: 400,
@@ -37,10 +34,7 @@ export const limits = {
   userCodeChars: 8,
   /** Longest car name given at pairing. */
   deviceNameMaxChars: 64,
-  /**
-   * Largest body of the routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form),
-   * in bytes; an oversized one is cut off at once, never drained.
-   */
+  /** Largest body of the routes without a token (`/v1/pair/*`, the approval form), in bytes; never drained. */
   pairingBodyBytes: 4_096,
   /** How often expired pairing requests are swept (and their uncollected devices revoked). */
   pairingSweepIntervalMs: 5_000,
@@ -48,46 +42,35 @@ export const limits = {
   lockoutAttempts: 5,
   /** Length of an approval lockout. */
   lockoutMs: 60_000,
-  /** How often the server checks whether another connection changed the devices (a CLI revocation). */
+  /** How often the server checks whether another connection changed the devices (a command's revocation). */
   deviceReloadCheckMs: 500,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
-  /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */
+  /** Longest time one request body may take to arrive; then 400 and the connection closed. */
   bodyReadMs: 30_000,
-  /**
-   * Seconds a connection may wait, after an answer, for the whole head of its next request before it is
-   * closed (Bun.serve idleTimeout; a new connection's first head has Bun's own fixed 10 s). Bun does not
-   * restart this timer on header bytes, nor on a body arriving slower than 16 KiB/s: see `listen`.
-   */
+  /** Seconds after an answer for the next request head to arrive (Bun's idleTimeout; slow bodies: see `listen`). */
   idleTimeoutSeconds: 10,
-  /**
-   * Seconds the idle timer waits past `bodyReadMs` while a body may still arrive. Bun checks its timers
-   * every 4 s, so it fires 6 to 10 s past the deadline: the body reader's 400 goes out first.
-   */
+  /** Seconds the idle timer waits past `bodyReadMs` while a body arrives, so the reader's 400 goes out first. */
   uploadIdleMarginSeconds: 8,
   /** How long a database connection waits for another one's lock (a checkpoint, a backup) before failing. */
   databaseBusyMs: 5000,
-  /** Pause between two tries to switch a new database file to WAL while another process switches it (open.ts). */
+  /** Pause between two tries to switch a new database to WAL while another process holds its lock. */
   walSwitchRetryMs: 10,
   /** Writes committed together in one group at most. */
   groupWritesMax: 1000,
-  /** Samples inserted by one statement at most (a power of two; 64 rows of every column bind 1,984 parameters). */
+  /** Rows of one multi-row sample insert at most (a power of two; 64 rows of every column bind 1,984 parameters). */
   samplesPerInsert: 64,
-  /** Batches of up to this many samples go in by one statement of their own count; larger ones by powers of two. */
+  /** Batches up to this many samples go in one statement of their own size; larger ones in powers of two. */
   samplesPerExactInsert: 16,
-  /** Size of the multi-row sample inserts the writer keeps prepared, in parameters (at most ~5 MiB of statements). */
+  /** Parameters of the prepared sample inserts the writer keeps (about 5 MiB of statements). */
   sampleInsertSize: 32_768,
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: 10_000,
-  /** SIGTERMs and SIGINTs that end the process at once: the second only joins the stop (a process group's signal). */
+  /** SIGTERMs and SIGINTs that force an exit; a second only joins the stop, as one Ctrl-C may arrive twice. */
   signalsToForceExit: 3,
   /** Samples of one installation held in memory by the planner forwarder; the rest wait in the outbox. */
   plannerQueueSamples: 1000,
-  /**
-   * Installations the planner forwarder remembers beyond those with waiting samples, the most recent kept,
-   * at most this many of each kind: with an empty outbox (their next batch is queued without reading it
-   * back), and with a backoff to resume.
-   */
+  /** Installations remembered as known empty, and as owing a backoff, each up to this many, the most recent kept. */
   plannerQuietInstallations: 10_000,
   /** Requests to the planner at once, over all installations. */
   plannerInFlight: 8,
@@ -96,18 +79,15 @@ export const limits = {
   /** First backoff after a failed attempt; it doubles up to `plannerBackoffMaxMs`. */
   plannerBackoffFirstMs: 1000,
   plannerBackoffMaxMs: 60_000,
-  /** Longest planner answer read, in bytes: its real ones are `{"status":"ok"}` or a short error; a longer one is cut off. */
+  /** Longest planner answer read, in bytes; real ones are `{"status":"ok"}` or a short error. */
   plannerAnswerBytes: 4_096,
   /** Deadline of one request to the planner. */
   plannerTimeoutMs: 10_000,
-  /**
-   * Outcomes of forwarded samples are gathered this long into one write; an installation's next
-   * sample waits for its predecessor's mark, so a crash can resend at most one sample of each.
-   */
+  /** How long sample outcomes gather into one write; a crash resends one sample per installation at most. */
   plannerMarkGatherMs: 20,
-  /** Wait before writing again outcomes whose write failed (a full disk); meanwhile their samples are not resent. */
+  /** Wait before retrying a failed write of outcomes (a full disk); their samples are not resent meanwhile. */
   plannerMarkRetryMs: 1000,
-  /** Of the failed writes of outcomes in a row (one per `plannerMarkRetryMs`), the first and then every this many are logged: once a minute. */
+  /** Failed outcome writes in a row per log line after the first: once a minute at `plannerMarkRetryMs`. */
   plannerMarkFailuresLogged: 60,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,

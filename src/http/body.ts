@@ -1,46 +1,40 @@
 /**
- * Reading request bodies with a hard cap: never more than the cap sits in memory. The rest of an
- * oversized body is read and thrown away up to a bound (the drain) before answering, because a client
- * still sending when the server closes sees a reset instead of the 400.
+ * The capped body reader: never more than the cap in memory. The rest of an oversized body is drained
+ * (read and dropped) up to a bound before the 400, since a client still sending would otherwise see a reset.
  */
 import { limits } from '../limits.ts';
 import { badRequest, HttpError, messages } from './errors.ts';
 
-/** Early answers to an upload still in progress close the connection, so the client stops sending. */
+/** The 400 for an oversized body; it closes the connection so the client stops sending. */
 const tooLarge = () => badRequest(messages.bodyTooLarge, { Connection: 'close' });
 
-/** A body still arriving at the deadline (a trickling client) is refused; closing stops the trickle. */
+/** The 400 for a body still arriving at the deadline; closing stops the trickle. */
 const tooSlow = () => badRequest(messages.bodyUnreadable, { Connection: 'close' });
 
-/** How much of a body is kept, how much more of an oversized one is read and thrown away, and for how long. */
+/** A route's body limits: bytes kept, bytes more drained when oversized, and the read's deadline. */
 export interface BodyBounds {
   cap: number;
   drain: number;
-  /** The deadline of the whole read; a body still arriving then is refused (400, closed). */
+  /** Milliseconds the whole read may take. */
   deadlineMs: number;
 }
 
-/** Ingest endpoints: the seed's cap, and a drain so that a car still uploading reads the 400. */
+/** The ingest endpoints' limits: 512 KiB, and a drain so that a car still uploading reads its 400. */
 export const ingestBodyBounds: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
 
-/**
- * Routes without a token: small bodies and no drain, so that no stranger can make the server read
- * megabytes (nor pay for the collections a drain forces); an oversized body is answered at once.
- */
+/** The limits of routes without a token: 4 KiB and no drain, so no stranger makes the server read megabytes. */
 export const pairingBodyBounds: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0, deadlineMs: limits.bodyReadMs };
 
-/**
- * Route options of every route whose body Elysia must not parse: the handler reads it itself (capped,
- * after its token or password check), or never reads it.
- */
+/** The route option that stops Elysia parsing a body: the handler reads it, capped, after its token check. */
 export const handlerReadsBody = { parse: 'none' } as const;
 
-/** What one read took from a streamed body and the most of it held at once (tests watch the drain). */
+/** The bytes one read took from a streamed body and the most it held at once (tests watch the drain). */
 export interface BodyMeter {
   read: number;
   buffered: number;
 }
 
+/** The body's bytes within `bounds`; a 400 when it is too large, too slow or broken off. */
 export async function readBody(
   request: Request,
   bounds: BodyBounds,
@@ -50,8 +44,7 @@ export async function readBody(
   const declared = Number(request.headers.get('content-length') ?? NaN);
   // A length that is no whole number is treated as none: the stream and the cap decide.
   const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
-  // Past the cap and the drain a body is not worth draining; one Bun hides (a GET's, which it drops
-  // unread) can only be held to the cap by the length it declares.
+  // Bun drops a GET's body unread: only its declared length can be held to the cap.
   const most = request.body === null ? cap : cap + drain;
   if (declaredBytes !== null && declaredBytes > most) throw tooLarge();
   if (request.body === null) return new Uint8Array(0);
@@ -68,10 +61,7 @@ export async function readBody(
   }
 }
 
-/**
- * Reads a chunked body (or drains one declared over the cap): chunks are kept up to the cap, and past
- * it dropped as they arrive until the body ends, the drain bound or the deadline; then 400 too large.
- */
+/** A streamed body: chunks kept up to the cap, then dropped until its end, the drain bound or the deadline. */
 async function readStream(
   request: Request,
   { cap, drain }: BodyBounds,
@@ -106,12 +96,9 @@ async function readStream(
   return concat(chunks, meter.read);
 }
 
-/**
- * Drained chunks are garbage at once, but the engine collects them late: left alone, drains grow the
- * heap by about what they read. A full collection (~10 ms) every `bodyDrainCollectBytes` drained,
- * counted process-wide because the heap is, keeps memory flat at a cost only oversized uploads pay.
- */
+// Process-wide, as the heap it guards is: the engine collects drained chunks late, so drains would grow it.
 let drainedSinceCollection = 0;
+/** Counts drained bytes and runs a full collection (~10 ms) every `bodyDrainCollectBytes`, keeping memory flat. */
 function collectDrained(bytes: number): void {
   drainedSinceCollection += bytes;
   if (drainedSinceCollection < limits.bodyDrainCollectBytes) return;
@@ -119,6 +106,7 @@ function collectDrained(bytes: number): void {
   Bun.gc(true);
 }
 
+/** A body whose declared length is within the cap, read in one piece. */
 async function readDeclared(request: Request, cap: number, deadline: Promise<never>): Promise<Uint8Array> {
   let bytes: Uint8Array;
   try {
@@ -144,7 +132,7 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body as a JSON object; anything else is a 400 with the contract's wording. */
+/** The body as a JSON object; anything else is a 400 (`body is not valid JSON`, `body must be a JSON object`). */
 export async function readJsonObject(request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> {
   const bytes = await readBody(request, bounds);
   let value: unknown;
