@@ -199,7 +199,7 @@ export function listen(
         for (const [name, value] of Object.entries(headersFor(pathOf(request.url)))) response.headers.set(name, value);
         return logged(response);
       };
-      // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
+      // The app answers its own failures; one escaping it still gets the 500 JSON answer, logged, and the idle timer back.
       const failed = (error: unknown) => answeredHere(internalError(log, request, error));
       const hostRefused = () => answeredHere(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
       try {

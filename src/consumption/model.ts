@@ -1,4 +1,4 @@
-/** A consumption chunk as the contract defines it; unknown top-level fields (an old `lifetime`) are ignored. */
+/** A consumption chunk as the car app uploads it; unknown top-level fields (an old `lifetime`) are ignored. */
 import { calendarDate, finiteNumber, invalid, numberIn, object, optional, timeMs, uuid, type JsonObject } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { DAY_FIELDS, type DayValues } from './totals.ts';
