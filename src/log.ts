@@ -58,7 +58,7 @@ function formatLine(at: string, level: LogLevel, event: string, fields?: LogFiel
     const value = fields[key];
     if (value !== undefined) line += ` ${key}=${formatValue(value)}`;
   }
-  return line + '\n';
+  return `${line}\n`;
 }
 
 const BARE = /^[\w.:/@+-]+$/;

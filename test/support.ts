@@ -34,6 +34,7 @@ export interface ConsumptionChunk {
  * A valid chunk like the contract's example (its numbers exact binary fractions, so sums compare exactly);
  * a test overrides the fields it is about, with any value (`undefined` leaves a field out of the JSON).
  */
+// biome-ignore lint/complexity/noBannedTypes: `{}` is the no-overrides default, so the result type is the plain chunk.
 export function consumptionChunk<Overrides extends Record<string, unknown> = {}>(
   overrides = {} as Overrides,
 ): Omit<ConsumptionChunk, keyof Overrides> & Overrides {
