@@ -2,21 +2,15 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { bearerToken } from '../src/http/auth.ts';
 import { lockedText } from '../src/pairing/page.tsx';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
-import { decide, expectPage, form, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD } from './pairing-support.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, type TestService } from './support.ts';
+import { decide, expectPage, form, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
 
-const MINUTE = 60_000;
+// The file's own clock and service: tests move the one and `start` replaces the other.
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
-
 let service: TestService;
-async function start(overrides = {}, dir?: string) {
-  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, elapsed: now, dir });
-  return service;
-}
+const start = async (overrides = {}, dir?: string) => (service = await startPairingService(now, overrides, dir));
 afterEach(() => service?.close());
-
-const deviceRows = () => service.storage.db.query('SELECT * FROM devices ORDER BY created_at').all() as Record<string, unknown>[];
 
 describe('the /pair page', () => {
   test('every answer is a page with the strict headers', async () => {
@@ -127,7 +121,7 @@ describe('the /pair page', () => {
     clock += 1;
     expect(await expectPage(await look(), 404)).toContain('This code is not open: it has expired');
     expect(await expectPage(await decide(service, started.userCode, 'approve'), 404)).toContain('This code is not open: it has expired');
-    expect(deviceRows()).toEqual([]);
+    expect(deviceRows(service)).toEqual([]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });
 
@@ -239,7 +233,7 @@ describe('approval lockout', () => {
     const statuses = answers.map((response) => response.status);
     expect(statuses.filter((status) => status === 403)).toHaveLength(5);
     expect(statuses.filter((status) => status === 429)).toHaveLength(26);
-    expect(deviceRows()).toEqual([]);
+    expect(deviceRows(service)).toEqual([]);
     expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
   });
 

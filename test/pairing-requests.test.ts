@@ -11,21 +11,15 @@ import { newUserCode } from '../src/pairing/code.ts';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, startTestService, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
-import { CODE, decide, expectPage, pairDevice, PASSWORD, poll, startPairing, USER_CODE_ALPHABET } from './pairing-support.ts';
+import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
+import { CODE, decide, expectPage, pairDevice, PASSWORD, poll, startPairing, USER_CODE_ALPHABET, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
 
-const MINUTE = 60_000;
+// The file's own clock and service: tests move the one and `start` replaces the other.
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
-
 let service: TestService;
-async function start(overrides = {}, dir?: string) {
-  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, elapsed: now, dir });
-  return service;
-}
+const start = async (overrides = {}, dir?: string) => (service = await startPairingService(now, overrides, dir));
 afterEach(() => service?.close());
-
-const deviceRows = () => service.storage.db.query('SELECT * FROM devices ORDER BY created_at').all() as Record<string, unknown>[];
 
 describe('without APPROVAL_PASSWORD', () => {
   test('every pairing and device path answers 404 not found', async () => {
@@ -224,10 +218,10 @@ describe('POST /v1/pair/poll', () => {
     await start();
     const started = await startPairing(service, INSTALLATION.toUpperCase(), 'MG4 <3');
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
-    expect(deviceRows()).toEqual([]);
+    expect(deviceRows(service)).toEqual([]);
 
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
-    const [row] = deviceRows();
+    const [row] = deviceRows(service);
     expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null, awaiting_collection: 1 });
     clock += 1000;
 
@@ -243,7 +237,7 @@ describe('POST /v1/pair/poll', () => {
     const another = await service.request('POST', '/v1/pair/start', { body: { installationId: OTHER_INSTALLATION }, token: null });
     expect([another.status, another.headers.get('cache-control')]).toEqual([200, 'no-store']); // it carries the pairing id
     expect(row!.token_hash).toBe(tokenHash(token));
-    expect(deviceRows()).toMatchObject([{ awaiting_collection: 0 }]);
+    expect(deviceRows(service)).toMatchObject([{ awaiting_collection: 0 }]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
     // The owner reloading the page after the collection learns that the car may well be paired.
     const reloaded = await service.request('GET', `/pair?code=${started.userCode}`, { token: null });
@@ -256,12 +250,12 @@ describe('POST /v1/pair/poll', () => {
     const collected = await pairDevice(service, INSTALLATION);
     const uncollected = await startPairing(service, OTHER_INSTALLATION);
     await decide(service, uncollected.userCode, 'approve');
-    const [, lost] = deviceRows();
+    const [, lost] = deviceRows(service);
     await service.close(); // a crash loses the open requests alike: only the database tells
 
     clock += MINUTE;
     await start({}, dir);
-    expect(deviceRows()).toMatchObject([
+    expect(deviceRows(service)).toMatchObject([
       { id: collected.deviceId, revoked_at: null },
       { id: lost!.id, revoked_at: clock, awaiting_collection: 1 },
     ]);
@@ -278,10 +272,10 @@ describe('POST /v1/pair/poll', () => {
     const dir = tempDir();
     await start({}, dir);
     await decide(service, (await startPairing(service, INSTALLATION)).userCode, 'approve');
-    const [lost] = deviceRows();
+    const [lost] = deviceRows(service);
     await service.close();
     await start({ approvalPassword: null }, dir);
-    expect(deviceRows()).toMatchObject([{ id: lost!.id, revoked_at: clock }]);
+    expect(deviceRows(service)).toMatchObject([{ id: lost!.id, revoked_at: clock }]);
     expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
   });
 
@@ -289,7 +283,7 @@ describe('POST /v1/pair/poll', () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
-    const [device] = deviceRows();
+    const [device] = deviceRows(service);
     const failing = { write: () => Promise.reject(new Error('disk full')) } as unknown as Committer;
     const log = createMemoryLogger();
     const registry = new DeviceRegistry(service.storage.db, failing, log, now);
@@ -303,7 +297,7 @@ describe('POST /v1/pair/poll', () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
-    const [device] = deviceRows();
+    const [device] = deviceRows(service);
     const log = createMemoryLogger();
     const registry = new DeviceRegistry(service.storage.db, service.storage.committer, log, now);
     registry.load();
@@ -315,7 +309,7 @@ describe('POST /v1/pair/poll', () => {
       expect.stringMatching(/ error devices\.reload_failed reason="paired devices cannot be loaded: devices_version has lost its row/),
       expect.stringContaining(`info pairing.uncollected_revoked device=${device!.id} reason=restart`),
     ]);
-    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(deviceRows(service)).toMatchObject([{ revoked_at: clock }]);
     expect(registry.size).toBe(0); // its token is refused all the same
   });
 
@@ -326,7 +320,7 @@ describe('POST /v1/pair/poll', () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('Car denied');
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'denied' } });
-    expect(deviceRows()).toEqual([]);
+    expect(deviceRows(service)).toEqual([]);
   });
 
   test('unknown ids are expired; a missing or empty id is 400', async () => {
@@ -356,7 +350,7 @@ describe('POST /v1/pair/poll', () => {
     expect(service.devices.size).toBe(1);
     clock += 10 * MINUTE;
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
-    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(deviceRows(service)).toMatchObject([{ revoked_at: clock }]);
     expect(service.devices.size).toBe(0);
   });
 
@@ -364,11 +358,11 @@ describe('POST /v1/pair/poll', () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
-    const [device] = deviceRows();
+    const [device] = deviceRows(service);
     expect((await service.request('POST', `/v1/devices/${device!.id}/revoke`, { token: PASSWORD })).status).toBe(200);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'denied' } });
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
-    expect(deviceRows()).toMatchObject([{ revoked_at: clock, awaiting_collection: 1 }]);
+    expect(deviceRows(service)).toMatchObject([{ revoked_at: clock, awaiting_collection: 1 }]);
     expect(service.log.lines.filter((line) => /pairing\.(collected|revoked_before_collection)/.test(line))).toEqual([
       expect.stringContaining(`info pairing.revoked_before_collection installation=${INSTALLATION} device=${device!.id}`),
     ]);
@@ -381,15 +375,15 @@ describe('POST /v1/pair/poll', () => {
     clock += 10 * MINUTE;
     const firstExpiry = clock;
     service.pairing!.book.watch(10);
-    await waitUntil(() => deviceRows()[0]?.revoked_at !== null); // committed, not only out of memory
+    await waitUntil(() => deviceRows(service)[0]?.revoked_at !== null); // committed, not only out of memory
     // A second request expiring after that sweep: the timer sweeps again, not once.
     const later = await startPairing(service, OTHER_INSTALLATION);
     await decide(service, later.userCode, 'approve');
     clock += 10 * MINUTE;
-    await waitUntil(() => deviceRows()[1]?.revoked_at !== null, 2000);
+    await waitUntil(() => deviceRows(service)[1]?.revoked_at !== null, 2000);
     service.pairing!.book.stop();
     expect(service.devices.size).toBe(0);
-    expect(deviceRows()).toMatchObject([{ revoked_at: firstExpiry }, { revoked_at: clock }]);
+    expect(deviceRows(service)).toMatchObject([{ revoked_at: firstExpiry }, { revoked_at: clock }]);
   });
 
   test("a listening server's own sweep revokes an approved token the car never collects once its request expires", async () => {
@@ -421,7 +415,7 @@ describe('POST /v1/pair/poll', () => {
     expect(await poll(service, first.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
     expect((await service.request('GET', `/pair?code=${first.userCode}`, { token: null })).status).toBe(404);
     expect(await poll(service, second.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
-    expect(deviceRows()).toMatchObject([{ revoked_at: clock }]);
+    expect(deviceRows(service)).toMatchObject([{ revoked_at: clock }]);
     expect(service.devices.size).toBe(0);
   });
 });

@@ -9,20 +9,14 @@ import { ApprovalLock } from '../src/pairing/lock.ts';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { createMemoryLogger } from '../src/log.ts';
 import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, within, type TestService } from './support.ts';
-import { decide, expectPage, pairDevice, PASSWORD, poll, startPairing, WRONG_PASSWORD } from './pairing-support.ts';
+import { decide, expectPage, pairDevice, PASSWORD, poll, startPairing, WRONG_PASSWORD, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
 
-const MINUTE = 60_000;
+// The file's own clock and service: tests move the one and `start` replaces the other.
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
-
 let service: TestService;
-async function start(overrides = {}, dir?: string) {
-  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, elapsed: now, dir });
-  return service;
-}
+const start = async (overrides = {}, dir?: string) => (service = await startPairingService(now, overrides, dir));
 afterEach(() => service?.close());
-
-const deviceRows = () => service.storage.db.query('SELECT * FROM devices ORDER BY created_at').all() as Record<string, unknown>[];
 
 describe('a paired token', () => {
   test('authenticates for its own installation only, and never sits in the database or the log', async () => {
@@ -238,7 +232,7 @@ describe('an approval still being saved', () => {
     };
     expect(await expectPage(await decide(service, started.userCode, 'approve'), 500)).toContain('Something went wrong');
     expect(service.log.lines).toContainEqual(expect.stringContaining('error pairing.page_failed error="Error: disk full"'));
-    expect(deviceRows()).toEqual([]);
+    expect(deviceRows(service)).toEqual([]);
     const again = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
     expect(again).toContain('<h1>Approve this car?</h1>');
     expect(again).toContain('<button type="submit" name="decision" value="approve">Approve</button>');

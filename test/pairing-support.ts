@@ -1,7 +1,7 @@
 /** Helpers of the pairing and device tests: the car's calls and the owner's form. */
 import { expect } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { answer, type TestService } from './support.ts';
+import { answer, startTestService, type TestService } from './support.ts';
 
 export const PASSWORD = 'approval-password-for-tests';
 export const WRONG_PASSWORD = 'not-the-approval-password';
@@ -79,3 +79,14 @@ export async function expectPage(response: Response, status: number) {
   });
   return html;
 }
+
+export const MINUTE = 60_000;
+
+/** A pairing test's service: pairing on, on the test file's hand-set clock (`now`) for both of its clocks. */
+export function startPairingService(now: () => number, overrides = {}, dir?: string): Promise<TestService> {
+  return startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, elapsed: now, dir });
+}
+
+/** Every device row, oldest first. */
+export const deviceRows = (service: TestService) =>
+  service.storage.db.query('SELECT * FROM devices ORDER BY created_at').all() as Record<string, unknown>[];
