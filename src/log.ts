@@ -71,7 +71,7 @@ export function textLine(at: string, level: LogLevel, event: string, fields?: Lo
     const value = fields[key];
     if (value !== undefined) line += ` ${key}=${formatValue(value)}`;
   }
-  return line + '\n';
+  return `${line}\n`;
 }
 
 /** One event as one JSON object a line: `time`, `level`, `event`, then the fields as in `textLine`. */

@@ -16,7 +16,7 @@ const CONFIGURATION = `Configuration: INGEST_TOKEN (required, at least 24 printa
 APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
 PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, LOG_FORMAT, DURABILITY,
 METRICS_LISTEN. Secrets also accept <NAME>_FILE. The devices and backup commands need only
-DATABASE_PATH, healthcheck only HOST and PORT. See README.md.`;
+DATABASE_PATH, healthcheck only HOST and PORT. See docs/configuration.md.`;
 
 const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric cars
 

@@ -142,10 +142,8 @@ function stopOnce(
 export type ProcessControl = Pick<NodeJS.Process, 'on' | 'exit'>;
 
 /**
- * Ends the process once the server has stopped: exit 0 after SIGTERM or SIGINT; 1 when its writer
- * died (it can no longer store anything: a supervisor's `Restart=on-failure` starts it again) or the
- * stop failed. A second signal joins the stop under way; a third ends the process at once (exit 1), for
- * a stop that hangs (a stalled disk).
+ * Ends the process once the server has stopped: 0 after SIGTERM or SIGINT, 1 when its writer died (for
+ * `Restart=on-failure`) or the stop failed. A third signal ends a hanging stop at once (exit 1).
  */
 export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
   // Read when the stop ends: a writer failing during a stop a signal began still exits 1.
@@ -176,11 +174,7 @@ export function exitWhenStopped(running: Running, log: Logger, host: ProcessCont
   });
 }
 
-/**
- * SQLite names the -wal and -shm after the path it opens, and the one-server lock is named so too: a
- * second name for the file (a hard link, as `cp -al` or an rsnapshot of the folder makes) escapes both,
- * and a program opening it by that name while the server runs can corrupt the database.
- */
+/** Warns of a hard-linked database file: opened by its other name, it escapes the -wal and the server lock. */
 function warnIfLinked(storage: Storage, log: Logger): void {
   const file = databaseFile(storage.db);
   const links = statSync(file).nlink;
@@ -228,7 +222,7 @@ export function listen(
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
     // before the token check.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    // Closes a kept-alive connection whose next request head has not come within this, trickled or not (README).
+    // Closes a kept-alive connection whose next request head has not come within this, trickled or not.
     idleTimeout: timeouts.idleTimeoutSeconds,
     fetch(request, server) {
       const started = performance.now();
@@ -245,7 +239,7 @@ export function listen(
         for (const [name, value] of Object.entries(headersFor(pathOf(request.url)))) response.headers.set(name, value);
         return logged(response);
       };
-      // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
+      // A failure escaping the app still gets the 500 JSON answer, a log line, and the idle timer back.
       const failed = (error: unknown) => answeredHere(internalError(log, request, error));
       const hostRefused = () => answeredHere(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
       try {

@@ -1,6 +1,6 @@
 /**
- * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping
- * of the contract, with its counting and wording. Pure: the same body and clock give the same batch.
+ * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping,
+ * with its counting and wording (docs/api.md, Dropped values). Pure: the same body and clock give the same batch.
  */
 import { limits } from '../limits.ts';
 import { array, invalid, uuid } from '../http/validate.ts';
@@ -24,7 +24,7 @@ export interface Batch {
 }
 
 /**
- * The seed's 64-bit integer: a Kotlin `Long.MAX_VALUE` ("all sent") parses to 2^63. Past 2^53 the value is
+ * A 64-bit integer: a Kotlin `Long.MAX_VALUE` ("all sent") parses to 2^63. Past 2^53 the value is
  * no longer exact, which no comparison with a `utc` (at most now + 300 s) can notice.
  */
 const PLANNER_SENT_UTC_MAX = 2 ** 63;
