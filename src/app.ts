@@ -9,10 +9,12 @@ import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
+import { readinessRoutes } from './health/routes.ts';
+import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError, pathOf } from './http/on-error.ts';
-import { RepeatedEvent } from './http/security-log.ts';
+import { RepeatCounter } from './http/security-log.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
 import { PairingBook, revokeLeftovers } from './pairing/book.ts';
@@ -20,7 +22,9 @@ import { KnownAddresses } from './pairing/known-addresses.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { NO_STORE, pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { Metrics } from './metrics/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { relayRoutes } from './relay/routes.ts';
@@ -46,6 +50,8 @@ export interface AppOptions {
   forwarder?: SampleForwarder;
   /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
   bodyReadMs?: number;
+  /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
+  readyWaitMs?: number;
 }
 
 export function createApp({
@@ -57,14 +63,19 @@ export function createApp({
   plannerTimers,
   forwarder,
   bodyReadMs = limits.bodyReadMs,
+  readyWaitMs = limits.readyWaitMs,
 }: AppOptions) {
+  const metrics = new Metrics();
+  // Before the first write, so that the commit histograms count every group the committer does.
+  if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
-  const badTokens = { event: new RepeatedEvent(log, 'auth.bad_token', elapsed), trustProxy: config.trustProxy };
+  const badTokens = { repeats: new RepeatCounter(elapsed), trustProxy: config.trustProxy, log };
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
+  const sessions = new ChargingSessions(storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
@@ -81,9 +92,10 @@ export function createApp({
     .onError(answerError(log))
     .onRequest(storeNothingOfTheApi)
     .get('/v1/health', () => ({ status: 'ok' }))
+    .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }))
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions }))
     .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
@@ -91,6 +103,10 @@ export function createApp({
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
   }
+
+  const { committer } = storage;
+  const plannerWaiting = waitingSamplesCounter(storage.db);
+  metrics.readFrom({ telemetry, consumption, sessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
@@ -102,7 +118,7 @@ export function createApp({
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
   const listenerHeaders: PathHeaders = (path) => (isApiPath(path) ? API_HEADERS : pairing ? pageHeadersOf(path) : {});
 
-  return { app, auth, devices, pairing, planner, ready, stop, listenerHeaders };
+  return { app, auth, devices, pairing, planner, metrics, ready, stop, listenerHeaders };
 }
 
 export type Service = ReturnType<typeof createApp>;

@@ -18,11 +18,12 @@ export function warnAboutExposure(
   log: Logger,
 ): void {
   const file = config.databasePath;
-  for (const [what, path] of [['folder', dirname(file)], ['file', file]] as const) {
+  for (const named of [{ folder: dirname(file) }, { file }]) {
+    const path = Object.values(named)[0]!;
     const mode = statSync(path).mode & 0o777;
     if ((mode & OTHERS_READ_WRITE) === 0) continue;
     log.warn('storage.open_to_others', {
-      [what]: path,
+      ...named,
       mode: mode.toString(8),
       hint: `other users of this machine can read or change every location and token hash: chmod o-rw ${path}`,
     });

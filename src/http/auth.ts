@@ -4,7 +4,8 @@ import type { DeviceRegistry } from '../devices/registry.ts';
 import { tokenDigest } from '../devices/token.ts';
 import { clientAddress } from './client-address.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';
-import type { RepeatedEvent } from './security-log.ts';
+import type { Logger } from '../log.ts';
+import type { RepeatCounter } from './security-log.ts';
 
 export type DeviceCaller = { kind: 'device'; deviceId: string; installationId: string };
 export type Caller = { kind: 'owner' } | DeviceCaller;
@@ -12,8 +13,8 @@ export type Caller = { kind: 'owner' } | DeviceCaller;
 const OWNER: Caller = { kind: 'owner' };
 
 /**
- * The token of an `Authorization: Bearer <token>` header, or null for anything else. The seed names the
- * scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
+ * The token of an `Authorization: Bearer <token>` header, or null for anything else. The API fixes
+ * the scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
  */
 export function bearerToken(header: string | null): string | null {
   if (header === null || !header.startsWith('Bearer ')) return null;
@@ -23,8 +24,9 @@ export function bearerToken(header: string | null): string | null {
 
 /** Where the tokens no one holds are logged (`auth.bad_token`), by client address. */
 export interface BadTokens {
-  event: RepeatedEvent;
+  repeats: RepeatCounter;
   trustProxy: boolean;
+  log: Logger;
 }
 
 export class Authenticator {
@@ -69,9 +71,10 @@ export class Authenticator {
     return { kind: 'device', deviceId: device.id, installationId: device.installationId };
   }
 
-  private logBadToken(request: Request, { event, trustProxy }: BadTokens): void {
+  private logBadToken(request: Request, { repeats, trustProxy, log }: BadTokens): void {
     const address = clientAddress(request, trustProxy);
-    event.record(address, { address });
+    const count = repeats.due(address);
+    if (count !== null) log.warn('auth.bad_token', { address, count });
   }
 }
 

@@ -6,7 +6,7 @@
 import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
 import { NO_PEER } from '../http/client-address.ts';
 import { messages, tooManyRequests } from '../http/errors.ts';
-import { RepeatedEvent } from '../http/security-log.ts';
+import { RepeatCounter } from '../http/security-log.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { newSecret } from '../secret.ts';
@@ -51,7 +51,9 @@ export class PairingBook {
   private readonly byCode = new Map<string, PairingRequest>();
   private readonly byInstallation = new Map<string, PairingRequest>();
   private sweeper: Timer | null = null;
-  private readonly bookFull: RepeatedEvent;
+  private readonly bookFull: RepeatCounter;
+  /** Requests started and approved since the start (the metrics read them). */
+  readonly counts = { started: 0, approved: 0 };
 
   constructor(
     private readonly devices: DeviceRegistry,
@@ -61,7 +63,7 @@ export class PairingBook {
     /** Draws a user code; injectable so that tests can make two requests draw the same one. */
     private readonly drawUserCode: () => string = newUserCode,
   ) {
-    this.bookFull = new RepeatedEvent(log, 'pairing.book_full', elapsed);
+    this.bookFull = new RepeatCounter(elapsed);
   }
 
   get size(): number {
@@ -93,6 +95,7 @@ export class PairingBook {
     this.byCode.set(request.userCode, request);
     this.byInstallation.set(id, request);
     this.log.info('pairing.started', { installation: id });
+    this.counts.started += 1;
     if (replaced) await this.close(replaced, 'replaced');
     return request;
   }
@@ -154,6 +157,7 @@ export class PairingBook {
     }
     request.standing = { state: 'approved', device };
     this.log.info('pairing.approved', { installation: request.installationId, device: device.id });
+    this.counts.approved += 1;
     return 'approved';
   }
 
@@ -240,7 +244,8 @@ export class PairingBook {
     const own = [...this.byId.values()].filter((request) => request.address === address && request !== replaced);
     if (address !== NO_PEER && own.length >= limits.pairingOpenPerAddress) throw this.noSlot(own);
     if (replaced || this.byId.size < limits.pairingOpenMax) return;
-    this.bookFull.record('', { address, open: this.byId.size });
+    const count = this.bookFull.due('');
+    if (count !== null) this.log.warn('pairing.book_full', { address, open: this.byId.size, count });
     throw this.noSlot([...this.byId.values()]);
   }
 

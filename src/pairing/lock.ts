@@ -48,6 +48,8 @@ export class ApprovalLock {
   private backstopUntil = -Infinity;
   private readonly known: LockRecords['known'];
   private readonly log: Logger;
+  /** Lockouts begun since the start, of one address and of all (the backstop): the metrics read them. */
+  readonly lockouts = { address: 0, backstop: 0 };
 
   constructor(
     password: string,
@@ -104,6 +106,7 @@ export class ApprovalLock {
     if (lock.wrongInARow >= limits.lockoutAttempts) {
       lock.wrongInARow = 0;
       lock.lockedUntil = at + limits.lockoutMs;
+      this.lockouts.address += 1;
       this.log.warn('auth.locked', { address, seconds: limits.lockoutMs / 1000 });
     }
     this.byAddress.set(address, lock);
@@ -116,6 +119,7 @@ export class ApprovalLock {
     if (this.recentWrong.length < limits.backstopAttempts || at - this.recentWrong[0]! >= limits.lockoutMs) return;
     this.recentWrong = [];
     this.backstopUntil = at + limits.lockoutMs;
+    this.lockouts.backstop += 1;
     const seconds = limits.lockoutMs / 1000;
     this.log.warn('auth.backstop_locked', { address, wrong: limits.backstopAttempts, seconds });
   }

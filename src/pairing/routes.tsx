@@ -49,7 +49,7 @@ export interface PairingDeps {
   book: PairingBook;
   lock: ApprovalLock;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
-  /** The bounds of the bodies anyone may send: small, never drained. */
+  /** The bounds of the bodies anyone may send: small, drained briefly. */
   bodyBounds: BodyBounds;
   log: Logger;
 }
@@ -109,7 +109,7 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
       : approvalPage(403, pairing, wrongPasswordText(lock.triesLeft(who)));
   };
 
-  // Checked in the contract's order, after the site: the lock, the code, the password, then the decision.
+  // Checked in the documented order, after the site: the lock, the code, the password, then the decision.
   // The lock is checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
     if (isCrossSite(request, config)) return pageAnswer(403, <MessagePage {...CROSS_SITE} />);
