@@ -1,4 +1,4 @@
-/** Every limit of the service, named once (seed-spec section 8 and the contract). */
+/** Every limit of the service, named once. */
 export const limits = {
   /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
   bodyBytes: 524_288,
