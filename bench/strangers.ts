@@ -16,7 +16,20 @@ import { Elysia } from 'elysia';
 import { recordPeer } from '../src/http/client-address.ts';
 import { pathOf } from '../src/http/on-error.ts';
 import { startBinary } from '../test/binary.ts';
-import { benchDir, BINARY, buildBinary, knob, LUA_AUTHORIZATION, median, medianRun, alternate, ROOT, TOKEN, wrk, type LoadResult } from './lib.ts';
+import {
+  benchDir,
+  BINARY,
+  buildBinary,
+  knob,
+  LUA_AUTHORIZATION,
+  median,
+  medianRun,
+  alternate,
+  ROOT,
+  TOKEN,
+  wrk,
+  type LoadResult,
+} from './lib.ts';
 
 const BASE = process.env.BENCH_BASE ?? 'main';
 const SECONDS = knob('BENCH_SECONDS', 8);
@@ -28,7 +41,10 @@ const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'teleme
 /** The binary of `revision`, built in a folder of its own from `git archive` (this checkout's node_modules lent). */
 async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
   const dir = benchDir();
-  const archive = Bun.spawn(['sh', '-c', `git archive ${revision} | tar -x -C ${dir}`], { cwd: ROOT, stderr: 'inherit' });
+  const archive = Bun.spawn(['sh', '-c', `git archive ${revision} | tar -x -C ${dir}`], {
+    cwd: ROOT,
+    stderr: 'inherit',
+  });
   if ((await archive.exited) !== 0) throw new Error(`git archive ${revision} failed`);
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   const build = Bun.spawn(['bun', 'run', 'build'], { cwd: dir, stdout: 'ignore', stderr: 'inherit' });
@@ -45,8 +61,14 @@ async function startSide(binary: string) {
 let runId = 0;
 async function load(url: URL): Promise<LoadResult> {
   runId += 1;
-  const result = await wrk(new URL('/v1/telemetry', url), { connections: CONNECTIONS, seconds: SECONDS, script: SCRIPT, args: [String(BATCH_SIZE), String(runId)] });
-  if (result.non2xx > 0 || result.errors > 0) console.log(`  warning: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
+  const result = await wrk(new URL('/v1/telemetry', url), {
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    script: SCRIPT,
+    args: [String(BATCH_SIZE), String(runId)],
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    console.log(`  warning: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
   return result;
 }
 
@@ -67,14 +89,23 @@ async function addedWork(): Promise<void> {
   const answer = () => new Response(null, { status: 204 });
   const bare = new Elysia().post('/v1/telemetry', answer);
   const hooked = new Elysia()
-    .onRequest(({ request, set }) => void (pathOf(request.url).startsWith('/v1/') && (set.headers['cache-control'] = 'no-store')))
+    .onRequest(
+      ({ request, set }) =>
+        void (pathOf(request.url).startsWith('/v1/') && (set.headers['cache-control'] = 'no-store')),
+    )
     .post('/v1/telemetry', answer);
   await perRequestMicros(bare, false); // warm-up
   await perRequestMicros(hooked, true);
-  const [bareRuns, hookedRuns] = await alternate(ROUNDS, () => perRequestMicros(bare, false), () => perRequestMicros(hooked, true));
+  const [bareRuns, hookedRuns] = await alternate(
+    ROUNDS,
+    () => perRequestMicros(bare, false),
+    () => perRequestMicros(hooked, true),
+  );
   const added = median(hookedRuns.map((micros, round) => micros - bareRuns[round]!));
-  console.log(`in-process: bare ${median(bareRuns).toFixed(2)} µs a request, with peer and hook ${median(hookedRuns).toFixed(2)} µs: ` +
-    `${added.toFixed(2)} µs added (server.requestIP itself not included)`);
+  console.log(
+    `in-process: bare ${median(bareRuns).toFixed(2)} µs a request, with peer and hook ${median(hookedRuns).toFixed(2)} µs: ` +
+      `${added.toFixed(2)} µs added (server.requestIP itself not included)`,
+  );
 }
 
 if (import.meta.main) {
@@ -82,22 +113,39 @@ if (import.meta.main) {
   const base = await buildRevision(BASE);
   const before = await startSide(base.binary);
   const after = await startSide(BINARY);
-  console.log(`# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`);
+  console.log(
+    `# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
+  );
   try {
-    const [baseRuns, ourRuns] = await alternate(ROUNDS, () => load(before.running.url), () => load(after.running.url));
+    const [baseRuns, ourRuns] = await alternate(
+      ROUNDS,
+      () => load(before.running.url),
+      () => load(after.running.url),
+    );
     const ratios = ourRuns.map((run, round) => run.requestsPerSecond / baseRuns[round]!.requestsPerSecond);
     const line = (name: string, runs: LoadResult[]) => {
       const { p50Ms, p99Ms } = medianRun(runs);
       const rates = runs.map((run) => Math.round(run.requestsPerSecond)).join(', ');
-      console.log(`${name.padEnd(10)} median ${Math.round(median(runs.map((run) => run.requestsPerSecond)))} batches/s (${rates}); p50 ${p50Ms} ms, p99 ${p99Ms} ms`);
+      console.log(
+        `${name.padEnd(10)} median ${Math.round(median(runs.map((run) => run.requestsPerSecond)))} batches/s (${rates}); p50 ${p50Ms} ms, p99 ${p99Ms} ms`,
+      );
     };
     line(BASE, baseRuns);
     line('this', ourRuns);
     const ratio = median(ratios);
-    console.log(`this vs ${BASE}: ${(ratio * 100).toFixed(1)} % (each round: ${ratios.map((value) => (value * 100).toFixed(1)).join(', ')})`);
+    console.log(
+      `this vs ${BASE}: ${(ratio * 100).toFixed(1)} % (each round: ${ratios.map((value) => (value * 100).toFixed(1)).join(', ')})`,
+    );
     mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
-    const resultPath = join(import.meta.dir, 'results', `strangers-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(resultPath, JSON.stringify({ base: BASE, seconds: SECONDS, rounds: ROUNDS, ratio, ratios, baseRuns, ourRuns }, null, 2));
+    const resultPath = join(
+      import.meta.dir,
+      'results',
+      `strangers-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+    );
+    writeFileSync(
+      resultPath,
+      JSON.stringify({ base: BASE, seconds: SECONDS, rounds: ROUNDS, ratio, ratios, baseRuns, ourRuns }, null, 2),
+    );
     console.log(`raw figures: ${resultPath}`);
     await addedWork();
   } finally {

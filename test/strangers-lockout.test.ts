@@ -31,20 +31,27 @@ describe('lockout per address', () => {
 
   test('the fifth wrong password is answered 401, then that address alone gets 429 with Retry-After for 60 s', async () => {
     const service = await startGuarded();
-    for (let i = 0; i < limits.lockoutAttempts; i += 1) expect(statusOf(await listDevices(service, STRANGER, WRONG_PASSWORD))).toEqual([401, null]);
+    for (let i = 0; i < limits.lockoutAttempts; i += 1)
+      expect(statusOf(await listDevices(service, STRANGER, WRONG_PASSWORD))).toEqual([401, null]);
     expect(statusOf(await listDevices(service, STRANGER, PASSWORD))).toEqual([429, '60']);
-    expect(await answer(await listDevices(service, STRANGER, null))).toEqual({ status: 429, body: { error: 'too many wrong passwords, retry later' } });
+    expect(await answer(await listDevices(service, STRANGER, null))).toEqual({
+      status: 429,
+      body: { error: 'too many wrong passwords, retry later' },
+    });
     expect(statusOf(await listDevices(service, OWNER, PASSWORD))).toEqual([200, null]);
     clock.at += 59_500;
     expect(statusOf(await listDevices(service, STRANGER, PASSWORD))).toEqual([429, '1']);
     clock.at += 500;
     expect(statusOf(await listDevices(service, STRANGER, PASSWORD))).toEqual([200, null]);
-    expect(linesOf(service, 'auth.locked')).toEqual([expect.stringMatching(/ warn auth\.locked address=198\.51\.100\.7 seconds=60$/)]);
+    expect(linesOf(service, 'auth.locked')).toEqual([
+      expect.stringMatching(/ warn auth\.locked address=198\.51\.100\.7 seconds=60$/),
+    ]);
   });
 
   test('an IPv6 stranger is locked per /64: another address of the same /64 is locked too, another /64 is not', async () => {
     const service = await startGuarded();
-    for (let i = 0; i < limits.lockoutAttempts; i += 1) await listDevices(service, `2001:db8:1:2::${i + 1}`, WRONG_PASSWORD);
+    for (let i = 0; i < limits.lockoutAttempts; i += 1)
+      await listDevices(service, `2001:db8:1:2::${i + 1}`, WRONG_PASSWORD);
     expect((await listDevices(service, '2001:db8:1:2:ffff::9', PASSWORD)).status).toBe(429);
     expect((await listDevices(service, '2001:db8:1:3::1', PASSWORD)).status).toBe(200);
     expect(linesOf(service, 'auth.locked')[0]).toContain(' address=2001:db8:1:2::/64 ');
@@ -53,9 +60,15 @@ describe('lockout per address', () => {
 
 describe('the backstop', () => {
   /** Wrong passwords from twenty addresses in turn, none of them five in a row. */
-  async function wrongFromTwenty(service: Awaited<ReturnType<typeof startGuarded>>, count: number, offset = 0, subnet = 100) {
+  async function wrongFromTwenty(
+    service: Awaited<ReturnType<typeof startGuarded>>,
+    count: number,
+    offset = 0,
+    subnet = 100,
+  ) {
     const addresses = strangers(20, subnet);
-    for (let i = offset; i < offset + count; i += 1) expect((await listDevices(service, addresses[i % 20]!, WRONG_PASSWORD)).status).toBe(401);
+    for (let i = offset; i < offset + count; i += 1)
+      expect((await listDevices(service, addresses[i % 20]!, WRONG_PASSWORD)).status).toBe(401);
   }
 
   test('twenty addresses trip it only at 50 wrong within 60 s; then a known address gets in and a new one gets 429', async () => {
@@ -89,7 +102,8 @@ describe('the backstop', () => {
     const lock = service.pairing!.lock;
     expect(lock.check(PASSWORD, { address: '192.0.2.3' })).toBe('locked');
     expect(lock.check(PASSWORD, { address: '192.0.2.3', session: true })).toBe('right');
-    for (let i = 0; i < limits.lockoutAttempts; i += 1) lock.check(WRONG_PASSWORD, { address: '192.0.2.4', session: true });
+    for (let i = 0; i < limits.lockoutAttempts; i += 1)
+      lock.check(WRONG_PASSWORD, { address: '192.0.2.4', session: true });
     expect(lock.check(PASSWORD, { address: '192.0.2.4', session: true })).toBe('locked');
   });
 
@@ -109,7 +123,10 @@ describe('the backstop', () => {
     await wrongFromTwenty(again, limits.backstopAttempts, 0, 101);
     expect((await listDevices(again, OWNER, PASSWORD)).status).toBe(200);
     expect((await listDevices(again, OTHER_OWNER, PASSWORD)).status).toBe(429); // its 30 days are over
-    expect(again.storage.db.query('SELECT address FROM known_addresses ORDER BY address').all()).toEqual([{ address: OWNER }, { address: OTHER_OWNER }]);
+    expect(again.storage.db.query('SELECT address FROM known_addresses ORDER BY address').all()).toEqual([
+      { address: OWNER },
+      { address: OTHER_OWNER },
+    ]);
   });
 });
 
@@ -119,7 +136,10 @@ describe('only passwords count', () => {
     const { token } = await pairDevice(service, INSTALLATION);
     seenSecrets.push(token);
     for (let i = 0; i < 3 * limits.lockoutAttempts; i += 1) {
-      expect(statusOf(await listDevices(service, STRANGER, i % 2 === 0 ? token : service.config.ingestToken))).toEqual([401, null]);
+      expect(statusOf(await listDevices(service, STRANGER, i % 2 === 0 ? token : service.config.ingestToken))).toEqual([
+        401,
+        null,
+      ]);
     }
     expect((await listDevices(service, STRANGER, PASSWORD)).status).toBe(200);
     expect(linesOf(service, 'auth.locked')).toEqual([]);

@@ -16,7 +16,12 @@ const BAD_TOKEN = 'not-a-token-anyone-holds-0123456789';
 
 describe('the client address', () => {
   const withPeer = (peer: string | undefined, forwardedFor?: string) =>
-    recordPeer(new Request('http://localhost/', { headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } }), peer);
+    recordPeer(
+      new Request('http://localhost/', {
+        headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+      }),
+      peer,
+    );
 
   test("is the socket's peer; X-Forwarded-For counts only with TRUST_PROXY, and only its last value", () => {
     expect(clientAddress(withPeer('192.0.2.9', '198.51.100.1'), false)).toBe('192.0.2.9');
@@ -41,12 +46,16 @@ describe('the client address', () => {
     const running = await serve(testConfig(tempDir(), { approvalPassword: PASSWORD }), log);
     try {
       const client = overSocket(running);
-      expect((await client.request('GET', '/v1/consumption/history/' + INSTALLATION, { token: BAD_TOKEN })).status).toBe(401);
+      expect(
+        (await client.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: BAD_TOKEN })).status,
+      ).toBe(401);
       for (let i = 0; i < 5; i += 1) await client.request('GET', '/v1/devices', { token: WRONG_PASSWORD });
     } finally {
       await running.stop();
     }
-    expect(linesOf({ log } as never, 'auth.bad_token')).toEqual([expect.stringMatching(/ warn auth\.bad_token address=127\.0\.0\.1 count=1$/)]);
+    expect(linesOf({ log } as never, 'auth.bad_token')).toEqual([
+      expect.stringMatching(/ warn auth\.bad_token address=127\.0\.0\.1 count=1$/),
+    ]);
     expect(linesOf({ log } as never, 'auth.locked')).toEqual([expect.stringMatching(/ address=127\.0\.0\.1 /)]);
     const text = log.lines.join('\n');
     for (const secret of [BAD_TOKEN, WRONG_PASSWORD, PASSWORD]) expect(text).not.toContain(secret);
@@ -58,18 +67,24 @@ test('behind a trusted proxy, a listening server logs the last forwarded address
   const running = await serve(testConfig(tempDir(), { trustProxy: true }), log);
   try {
     const headers = { 'x-forwarded-for': '198.51.100.1, 2001:db8:7:8:9::1' };
-    const refused = await overSocket(running).request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: BAD_TOKEN, headers });
+    const refused = await overSocket(running).request('GET', `/v1/consumption/history/${INSTALLATION}`, {
+      token: BAD_TOKEN,
+      headers,
+    });
     expect(refused.status).toBe(401);
   } finally {
     await running.stop();
   }
-  expect(log.lines.filter((line) => line.includes(' auth.bad_token '))).toEqual([expect.stringContaining(' address=2001:db8:7:8::/64 count=1')]);
+  expect(log.lines.filter((line) => line.includes(' auth.bad_token '))).toEqual([
+    expect.stringContaining(' address=2001:db8:7:8::/64 count=1'),
+  ]);
 });
 
 describe('security events', () => {
   test('auth.bad_token: at most once a minute per address, with the count since its last line', async () => {
     const service = await startGuarded();
-    const bad = (address: string) => service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: BAD_TOKEN, address });
+    const bad = (address: string) =>
+      service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: BAD_TOKEN, address });
     for (let i = 0; i < 4; i += 1) expect((await bad('198.51.100.7')).status).toBe(401);
     await bad('198.51.100.8');
     await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: null, address: '198.51.100.9' });

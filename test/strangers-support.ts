@@ -33,7 +33,12 @@ export function keepSecretsOf(started: Started): Started {
 afterEach(async () => {
   const services = open.splice(0);
   for (const service of services) await service.close();
-  const secrets = [PASSWORD, WRONG_PASSWORD, ...services.map((service) => service.config.ingestToken), ...seenSecrets.splice(0)];
+  const secrets = [
+    PASSWORD,
+    WRONG_PASSWORD,
+    ...services.map((service) => service.config.ingestToken),
+    ...seenSecrets.splice(0),
+  ];
   for (const service of services) {
     const log = service.log.lines.join('\n');
     for (const secret of secrets) expect(log).not.toContain(secret);
@@ -49,4 +54,5 @@ export function listDevices(service: TestService, address: string, bearer: strin
 export const statusOf = (response: Response) => [response.status, response.headers.get('retry-after')] as const;
 
 /** The log lines of one event. */
-export const linesOf = (service: TestService, event: string) => service.log.lines.filter((line) => line.includes(` ${event} `) || line.endsWith(` ${event}`));
+export const linesOf = (service: TestService, event: string) =>
+  service.log.lines.filter((line) => line.includes(` ${event} `) || line.endsWith(` ${event}`));
