@@ -216,6 +216,20 @@ describe('only a device token of this service', () => {
     expect(fake.requests).toEqual([]);
   });
 
+  test('the query’s token wins over the body’s, in a form body and a JSON body', async () => {
+    await start();
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const json = { 'content-type': 'application/json' };
+    const inForm = (token: string) => `token=${encodeURIComponent(token)}&tlm=${encodeURIComponent(tlm)}`;
+    const send = async (queryToken: string, body: string, headers: Record<string, string>) =>
+      planner(await service.request('POST', query({ token: queryToken }), { body, token: null, headers }));
+    expect(await send(deviceToken, inForm('not-a-device-token'), form)).toEqual(OK);
+    expect(await send(deviceToken, JSON.stringify({ token: 'not-a-device-token', tlm }), json)).toEqual(OK);
+    expect(await send('not-a-device-token', inForm(deviceToken), form)).toEqual(unauthorized);
+    expect(await send('not-a-device-token', JSON.stringify({ token: deviceToken, tlm }), json)).toEqual(unauthorized);
+    expect(service.storage.db.query('SELECT count(*) AS n FROM samples').get()).toEqual({ n: 1 });
+  });
+
   test('a revoked token is refused; another car’s token stores for its own installation only', async () => {
     await start();
     await service.devices.revoke(deviceId);
