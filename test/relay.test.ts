@@ -186,6 +186,18 @@ describe('read leniently, as the planner reads it', () => {
     expect(await planner(response)).toEqual({ status: 400, body: { status: 'error', error: 'body is not valid JSON' } });
   });
 
+  test('a body that is not UTF-8 is a 400 in the planner’s shape, in the words of its type', async () => {
+    const body = new Uint8Array([...new TextEncoder().encode(`token=${deviceToken}&tlm=`), 0xff, 0xfe]);
+    for (const [type, error] of [
+      ['application/x-www-form-urlencoded', 'body is not valid UTF-8'],
+      ['application/json', 'body is not valid JSON'],
+    ]) {
+      const response = await service.request('POST', PATH, { body, token: null, headers: { 'content-type': type! } });
+      expect(await planner(response)).toEqual({ status: 400, body: { status: 'error', error } });
+    }
+    expect(storedSample()).toBeNull();
+  });
+
   test('a body over the cap is a 400 in the planner’s shape, whether the token came first or not', async () => {
     const big = `token=${deviceToken}&tlm=${'x'.repeat(600_000)}`;
     const headers = { 'content-type': 'application/x-www-form-urlencoded' };

@@ -31,13 +31,14 @@ export const queryToken = (query: URLSearchParams) => stringOrNull(query.get('to
 
 function bodyParams(contentType: string | null, body: Uint8Array): Record<string, unknown> {
   if (body.byteLength === 0) return {};
+  const json = isJson(contentType);
   let text: string;
   try {
     text = utf8.decode(body);
   } catch {
-    throw badRequest(messages.bodyNotJson);
+    throw badRequest(json ? messages.bodyNotJson : messages.bodyNotUtf8);
   }
-  if (!isJson(contentType)) return Object.fromEntries(new URLSearchParams(text));
+  if (!json) return Object.fromEntries(new URLSearchParams(text));
   let value: unknown;
   try {
     value = JSON.parse(text);
