@@ -157,6 +157,18 @@ describe('read leniently, as the planner reads it', () => {
     for (const key of ['alt', 'foo']) expect(storedSample()).not.toHaveProperty(key);
   });
 
+  test('the log names the sample tlm, and counts unknown fields without naming them', async () => {
+    const key = `token=${deviceToken}`;
+    expect(await send({ utc: UTC, soc: 80, speed: 'fast', [key]: 1, [deviceToken]: 2 })).toEqual(OK);
+    const lines = service.log.lines.filter((line) => line.includes('telemetry.dropped'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('count=3');
+    expect(lines[0]).toContain('unknownFields=2');
+    expect(lines[0]).toContain('tlm.speed');
+    expect(lines[0]).not.toContain('samples[0]');
+    expect(service.log.lines.join('\n')).not.toContain(deviceToken);
+  });
+
   test('a __proto__ key is a field (dropped as unknown), not the sample’s prototype', async () => {
     expect(await send({ utc: UTC, ...JSON.parse('{"__proto__":{"soc":50},"heading":1}') })).toEqual(OK);
     expect(storedSample()).toMatchObject({ utc: UTC, heading: 1 });

@@ -45,7 +45,7 @@ export class Relay {
     const batch = validateBatch({ installationId: caller.installationId, samples: [sample] }, now());
     if (batch.rows.length === 0) throw badRequest(batch.dropped.map(asTlmPath).join('; '));
     await telemetry.store(batch);
-    logDropped(log, batch);
+    logDropped(log, batch, asTlmPath);
   }
 
   private device(token: string | null): DeviceCaller {

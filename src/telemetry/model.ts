@@ -17,6 +17,8 @@ export interface Batch {
   /** The usable samples, oldest first (a batch may list them in any order). */
   rows: SampleRow[];
   droppedCount: number;
+  /** Of `droppedCount`, the unknown fields. */
+  unknownFieldCount: number;
   /** The first `limits.droppedListed` descriptions of dropped values, in examination order. */
   dropped: string[];
 }
@@ -68,14 +70,21 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
   rows.sort((a, b) => (a[0] as number) - (b[0] as number)); // utc is unique among them by now
 
   let droppedCount = 0;
+  let unknownFieldCount = 0;
   const dropped: string[] = [];
   for (const sampleNotes of notes) {
     if (sampleNotes === undefined) continue;
     droppedCount += sampleNotes.length;
+    unknownFieldCount += sampleNotes.filter(isUnknownFieldNote).length;
     dropped.push(...sampleNotes.slice(0, limits.droppedListed - dropped.length));
   }
-  return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
+  return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, unknownFieldCount, dropped };
 }
+
+/** How a note about an unknown field ends: the note names the key, which may hold anything the client sent. */
+const UNKNOWN_FIELD = ': unknown field';
+
+export const isUnknownFieldNote = (note: string) => note.endsWith(UNKNOWN_FIELD);
 
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
 function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
@@ -97,7 +106,7 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     if (key === 'utc' || value === null) continue;
     const known = fieldsByName.get(key);
     if (known === undefined) {
-      notes.push(`${path}${keyPath(key)}: unknown field`);
+      notes.push(`${path}${keyPath(key)}${UNKNOWN_FIELD}`);
       continue;
     }
     const { column, field } = known;
