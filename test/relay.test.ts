@@ -175,6 +175,13 @@ describe('read leniently, as the planner reads it', () => {
     expect(storedSample()).not.toHaveProperty('soc');
   });
 
+  test('a tlm of only utc (the car app’s fallback) is a 200 that stores and forwards nothing', async () => {
+    for (const tlm of [{ utc: UTC }, { utc: `${UTC}.5`, soc: null }]) expect(await send(tlm)).toEqual(OK);
+    expect(storedSample()).toBeNull();
+    expect(service.log.lines.filter((line) => line.includes('telemetry.dropped'))).toEqual([]);
+    expect(await send({ utc: UTC * 1000 })).toMatchObject({ status: 400 });
+  });
+
   test.each([
     ['no usable value', { utc: UTC, soc: 'x' }, 'tlm.soc: "x" is not a number; tlm: no usable values'],
     ['no utc', { soc: 80 }, 'tlm: utc is missing'],

@@ -6,7 +6,7 @@ import type { Authenticator, DeviceCaller } from '../http/auth.ts';
 import { readBody, type BodyBounds } from '../http/body.ts';
 import { badRequest, HttpError, messages } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
-import { validateBatch } from '../telemetry/model.ts';
+import { onlyUtc, validateBatch } from '../telemetry/model.ts';
 import { logDropped } from '../telemetry/routes.ts';
 import type { Telemetry } from '../telemetry/samples.ts';
 import { lenientSample, queryToken, relayParams, tlmObject } from './model.ts';
@@ -31,7 +31,10 @@ export class Relay {
     this.strangerBounds = { ...deps.bodyBounds, drain: 0 };
   }
 
-  /** Stores the request's sample; resolves once committed, or throws the 400 or 401 to answer. */
+  /**
+   * Stores the request's sample; resolves once committed (at once for a sample of only `utc`: nothing to
+   * store or forward), or throws the 400 or 401 to answer.
+   */
   async send(request: Request): Promise<void> {
     const { auth, bodyBounds, telemetry, log, now } = this.deps;
     const query = new URL(request.url).searchParams;
@@ -43,6 +46,8 @@ export class Relay {
     const caller = queryCaller ?? this.device(params.token);
     const sample = lenientSample(tlmObject(params.tlm));
     const batch = validateBatch({ installationId: caller.installationId, samples: [sample] }, now());
+    // The car app sends {"utc":N} when it has nothing else, so that the planner sees the car online.
+    if (onlyUtc(batch)) return;
     if (batch.rows.length === 0) throw badRequest(batch.dropped.map(asTlmPath).join('; '));
     await telemetry.store(batch);
     logDropped(log, batch, asTlmPath);

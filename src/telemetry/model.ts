@@ -86,6 +86,12 @@ const UNKNOWN_FIELD = ': unknown field';
 
 export const isUnknownFieldNote = (note: string) => note.endsWith(UNKNOWN_FIELD);
 
+/** How the note of a sample with a usable `utc` and nothing else usable ends. */
+const NO_USABLE_VALUES = ': no usable values';
+
+/** A sample holding a usable `utc` and no other value, none refused either (null values aside). */
+export const onlyUtc = ({ droppedCount, dropped }: Batch) => droppedCount === 1 && dropped[0]!.endsWith(NO_USABLE_VALUES);
+
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
 function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
   if (typeof sample !== 'object' || sample === null || Array.isArray(sample)) {
@@ -120,7 +126,7 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     }
   }
   if (usable === 0) {
-    notes.push(`${path}: no usable values`);
+    notes.push(`${path}${NO_USABLE_VALUES}`);
     return null;
   }
   return row;
