@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
-import { INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, waitUntil, type TestService } from './support.ts';
+import { INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, type TestService } from './support.ts';
 
 const NOW_MS = 1_764_080_100_000;
 const UTC = 1_764_080_040;
@@ -54,9 +54,17 @@ function storedSample(): Record<string, unknown> | null {
   return Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null));
 }
 
-/** Waits until the planner has answered the one sample, then says what it received. */
+/**
+ * Waits until the planner has answered the one sample and a further read of the outbox has run (so a
+ * second send would have happened), then says what the planner received.
+ */
 async function forwarded() {
-  await waitUntil(() => storedSample()?.planner_state === 2);
+  await service.planner.idle();
+  expect(storedSample()?.planner_state).toBe(2);
+  const reads = service.planner.stats.outboxReads;
+  service.planner.recheck(INSTALLATION);
+  await service.planner.idle();
+  expect(service.planner.stats.outboxReads).toBe(reads + 1);
   return fake.requests;
 }
 
@@ -228,6 +236,20 @@ describe('read leniently, as the planner reads it', () => {
   });
 });
 
+test('without a PLANNER_TOKENS entry for the installation, PLANNER_TOKEN forwards', async () => {
+  fake.requests.length = 0;
+  service = await startTestService(
+    { planner: { url: fake.url, apiKey: KEY, defaultToken: 'the-server-default-planner-token', tokens: new Map() } },
+    { now: () => NOW_MS },
+  );
+  ({ token: deviceToken } = await service.devices.pair(INSTALLATION, 'EVNotify'));
+  const tlm = JSON.stringify({ utc: UTC, soc: 80 });
+  expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(OK);
+  const requests = await forwarded();
+  expect(requests).toHaveLength(1);
+  expect(requests[0]).toMatchObject({ apiKey: KEY, token: 'the-server-default-planner-token', tlm: { utc: UTC, soc: 80 } });
+});
+
 describe('only a device token of this service', () => {
   const unauthorized = { status: 401, body: { status: 'error', error: 'unauthorized' } };
   const tlm = JSON.stringify({ utc: UTC, soc: 80 });
@@ -243,6 +265,11 @@ describe('only a device token of this service', () => {
     expect(response.headers.get('www-authenticate')).toBeNull();
     const asBearer = await service.request('POST', PATH, { body: { tlm }, headers: { 'content-type': 'application/json' } });
     expect(await planner(asBearer)).toEqual(unauthorized);
+    const inJson = await service.request('POST', PATH, { body: { ...params, tlm }, token: null });
+    expect(await planner(inJson)).toEqual(unauthorized);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const inForm = await service.request('POST', PATH, { body: `${new URLSearchParams({ ...params, tlm })}`, token: null, headers: form });
+    expect(await planner(inForm)).toEqual(unauthorized);
     expect(storedSample()).toBeNull();
     expect(fake.requests).toEqual([]);
   });
