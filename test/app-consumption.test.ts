@@ -104,6 +104,28 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
   });
 });
 
+describe('2.2.35-2.2.36: each closed day once, every day of a sync stamped with the sync’s time', () => {
+  /** A 2.2.35-2.2.36 body: built field by field as in 2.2.39 (the same keys in the same order), for closed days only. */
+  const closedDayBody = (recordedAt: number, date: string, day: Totals) =>
+    orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(day), lifetime: wireTotals(LIFETIME_ON_THE_CAR), sohPercent: 97.5 });
+
+  test('back online after three days: the three closed days in one sync, then yesterday after midnight', async () => {
+    // syncDailyConsumption: up to 10 stored days after the last one answered, before today, at one nowMs.
+    for (const [date, km] of [['2026-11-22', 42], ['2026-11-23', 18.5], ['2026-11-24', 7.25]] as const) {
+      await send(closedDayBody(minutes(0), date, totals(km, 0, 0, 0)));
+    }
+    await send(closedDayBody(minutes(24 * 60 + 5), '2026-11-25', totals(1.5, 0, 0, 0)));
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    expect(records.map((r) => [r.date, r.day.km, r.soh])).toEqual([
+      ['2026-11-25', 1.5, 97.5],
+      ['2026-11-24', 7.25, 97.5],
+      ['2026-11-23', 18.5, 97.5],
+      ['2026-11-22', 42, 97.5],
+    ]);
+    expect(lifetime!.km).toBe(69.25);
+  });
+});
+
 describe('2.2.39: syncDailyConsumption stamps every day of one sync with the same recordedAt', () => {
   /** One sync as the app runs it: each stored day after the last one answered 204, then today, all at `nowMs`. */
   async function sync(nowMs: number, days: [string, Totals][]): Promise<void> {
