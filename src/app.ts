@@ -9,6 +9,8 @@ import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
+import { readinessRoutes } from './health/routes.ts';
+import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError } from './http/on-error.ts';
@@ -18,7 +20,9 @@ import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { Metrics } from './metrics/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { relayRoutes } from './relay/routes.ts';
@@ -44,6 +48,8 @@ export interface AppOptions {
   forwarder?: SampleForwarder;
   /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
   bodyReadMs?: number;
+  /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
+  readyWaitMs?: number;
 }
 
 export function createApp({
@@ -55,13 +61,18 @@ export function createApp({
   plannerTimers,
   forwarder,
   bodyReadMs = limits.bodyReadMs,
+  readyWaitMs = limits.readyWaitMs,
 }: AppOptions) {
+  const metrics = new Metrics();
+  // Before the first write, so that the commit histograms count every group the committer does.
+  if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
+  const sessions = new ChargingSessions(storage.committer);
   const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
@@ -77,14 +88,19 @@ export function createApp({
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
+    .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }))
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions }))
     .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
+
+  const { committer } = storage;
+  const plannerWaiting = waitingSamplesCounter(storage.db);
+  metrics.readFrom({ telemetry, consumption, sessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
@@ -96,7 +112,7 @@ export function createApp({
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
   const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
 
-  return { app, auth, devices, pairing, planner, ready, stop, listenerHeaders };
+  return { app, auth, devices, pairing, planner, metrics, ready, stop, listenerHeaders };
 }
 
 export type Service = ReturnType<typeof createApp>;

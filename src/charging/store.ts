@@ -22,9 +22,13 @@ export const chargingWrites = { putChargingSession };
 
 /** The feature's side of the writer: sessions stored once their write commits. */
 export class ChargingSessions {
+  /** Sessions stored since the start (the metrics read it). */
+  stored = 0;
+
   constructor(private readonly committer: Committer) {}
 
-  put(session: ChargingSession): Promise<void> {
-    return this.committer.write('putChargingSession', session);
+  async put(session: ChargingSession): Promise<void> {
+    await this.committer.write('putChargingSession', session);
+    this.stored += 1;
   }
 }

@@ -38,7 +38,7 @@ export function logDropped(log: Logger, batch: Batch, describe = (note: string) 
   log.info('telemetry.dropped', {
     installation: batch.installationId,
     count: batch.droppedCount,
-    unknownFields: batch.unknownFieldCount,
+    unknownFields: batch.droppedReasons?.get('unknown_field') ?? 0,
     first: JSON.stringify(batch.dropped.filter((note) => !isUnknownFieldNote(note)).map(describe)),
   });
 }
