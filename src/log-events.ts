@@ -20,7 +20,7 @@ export const LOG_EVENTS = {
   'ready.unavailable': { level: 'warn', fields: ['reason'] },
   'ready.recovered': { level: 'info', fields: ['was'] },
   'ready.read_failed': { level: 'error', fields: ['error'] },
-  'telemetry.dropped': { level: 'info', fields: ['installation', 'count', 'first'] },
+  'telemetry.dropped': { level: 'info', fields: ['installation', 'count', 'unknownFields', 'first'] },
   'planner.resumed': { level: 'info', fields: ['installations'] },
   'planner.retry': { level: 'warn', fields: ['installation', 'status', 'error', 'attempt'] },
   'planner.given_up': { level: 'warn', fields: ['installation', 'status', 'error', 'attempts'] },
