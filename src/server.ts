@@ -248,13 +248,15 @@ export function listen(
       try {
         // RFC 9112 §3.2: more than one Host line is a 400; Bun joins them with a comma, which no host holds.
         if (request.headers.get('host')?.includes(',')) return hostRefused();
+        // Asked of the request Bun made: a request rebuilt below has no socket, and would count under no address.
+        const peer = server.requestIP(request)?.address;
         if (!URL.canParse(request.url)) {
           // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
           if (request.headers.has('host')) return hostRefused();
           // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
           request = new Request(new URL(request.url, server.url).href, request);
         }
-        const response = handle(recordPeer(request, server.requestIP(request)?.address));
+        const response = handle(recordPeer(request, peer));
         return response instanceof Promise ? response.then(logged, failed) : logged(response);
       } catch (error) {
         return failed(error);

@@ -201,7 +201,8 @@ describe('POST /v1/pair/start', () => {
   test('at most 100 open requests; a new start of an open installation still replaces', async () => {
     await start();
     const ids = Array.from({ length: 100 }, (_, i) => installationNumbered(i));
-    for (const id of ids) await startPairing(service, id);
+    // From 10 addresses: one address holds at most 10 requests.
+    for (const [i, id] of ids.entries()) await startPairing(service, id, undefined, `10.0.0.${i % 10}`);
     expect(await answer(await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION }, token: null }))).toEqual({
       status: 429,
       body: { error: 'too many pairing requests' },

@@ -17,9 +17,14 @@ export interface Started {
 /** What the car's and the owner's calls need: the app in-process, or a listening server (`overSocket`). */
 type Requester = Pick<TestService, 'request'>;
 
-export async function startPairing(service: Requester, installationId: string, name?: string): Promise<Started> {
+export async function startPairing(
+  service: Requester,
+  installationId: string,
+  name?: string,
+  address?: string,
+): Promise<Started> {
   const { status, body } = await answer(
-    await service.request('POST', '/v1/pair/start', { body: { installationId, name }, token: null }),
+    await service.request('POST', '/v1/pair/start', { body: { installationId, name }, token: null, address }),
   );
   expect(status).toBe(200);
   return body as Started;

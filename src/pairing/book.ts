@@ -238,11 +238,10 @@ export class PairingBook {
 
   /**
    * Refuses a request past its address's cap or the book's; one replacing a request reuses that one's slots.
-   * A request of no known address (built in-process, never one from the listener) meets the book's cap alone.
    */
   private assertSlotFree(address: string, replaced: PairingRequest | undefined): void {
     const own = [...this.byId.values()].filter((request) => request.address === address && request !== replaced);
-    if (address !== NO_PEER && own.length >= limits.pairingOpenPerAddress) throw this.noSlot(own);
+    if (own.length >= limits.pairingOpenPerAddress) throw this.noSlot(own);
     if (replaced || this.byId.size < limits.pairingOpenMax) return;
     const count = this.bookFull.due('');
     if (count !== null) this.log.warn('pairing.book_full', { address, open: this.byId.size, count });
