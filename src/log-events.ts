@@ -35,6 +35,7 @@ export const LOG_EVENTS = {
   'pairing.uncollected_revoked': { level: 'info', fields: ['device', 'reason'] },
   'pairing.revoke_failed': { level: 'error', fields: ['device', 'reason'] },
   'pairing.wrong_password': { level: 'warn', fields: ['installation', 'address'] },
+  'pairing.cross_site': { level: 'warn', fields: ['address', 'site', 'origin', 'expected'] },
   'pairing.book_full': { level: 'warn', fields: ['address', 'open', 'count'] },
   'auth.locked': { level: 'warn', fields: ['address', 'seconds'] },
   'auth.backstop_locked': { level: 'warn', fields: ['address', 'wrong', 'seconds'] },

@@ -3,24 +3,54 @@
  * a request comes from (`Sec-Fetch-Site`, `Origin`), so a stranger's page cannot post on the owner's behalf.
  */
 import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { clientAddress } from './client-address.ts';
 
-/**
- * Whether a browser says the request comes from another site: `Sec-Fetch-Site: cross-site`, or an
- * `Origin` that is neither PUBLIC_URL's nor the request's own (behind a trusted proxy, the forwarded one).
- * A request naming neither (a script, an old browser) passes: the password still guards it.
- */
-export function isCrossSite(request: Request, config: Pick<Config, 'publicUrl' | 'trustProxy'>): boolean {
-  if (request.headers.get('sec-fetch-site')?.toLowerCase() === 'cross-site') return true;
-  const origin = request.headers.get('origin');
-  if (origin === null) return false;
-  const allowed = [requestOrigin(request, config.trustProxy), config.publicUrl].filter((url) => url !== '');
-  return !allowed.map(originOf).includes(originOf(origin));
+type OriginConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
+
+/** Why a request is taken for another site's: what the browser said, and the host the service expected. */
+interface CrossSite {
+  site: string | null;
+  origin: string | null;
+  expected: string;
 }
 
-/** The serialized origin of a URL (lower-case, no default port), or the text itself when it is none (`null`). */
-function originOf(url: string): string {
+/**
+ * Whether a browser says a form post comes from another site, logged as `pairing.cross_site` when it does.
+ * As Go's `http.CrossOriginProtection`: `Sec-Fetch-Site` decides when sent (`same-origin` and `none` pass);
+ * else an `Origin` must name PUBLIC_URL's host or the request's own (behind a trusted proxy, the forwarded
+ * one). Hosts, not schemes: behind a TLS proxy the page is `https` while the service sees `http`.
+ * A request naming neither (a script, an old browser) passes: the password still guards it.
+ */
+export function isCrossSite(request: Request, config: OriginConfig, log: Logger): boolean {
+  return logged(crossSiteOf(request, config), request, config, log);
+}
+
+function crossSiteOf(request: Request, config: OriginConfig): CrossSite | null {
+  const site = request.headers.get('sec-fetch-site')?.toLowerCase() ?? null;
+  const hosts = ownHostAndOrigin(request, config);
+  if (site !== null) return site === 'same-origin' || site === 'none' ? null : { ...hosts, site };
+  if (hosts.origin === null) return null;
+  const allowed = [hosts.expected, config.publicUrl === '' ? '' : hostOf(config.publicUrl)];
+  return allowed.includes(hosts.origin) ? null : { ...hosts, site };
+}
+
+/** The host the `Origin` names (the header as sent when it names none, `null` included), and the request's own. */
+function ownHostAndOrigin(request: Request, { trustProxy }: OriginConfig) {
+  const origin = request.headers.get('origin');
+  return { origin: origin === null ? null : hostOf(origin), expected: hostOf(requestOrigin(request, trustProxy)) };
+}
+
+function logged(found: CrossSite | null, request: Request, config: OriginConfig, log: Logger): boolean {
+  if (found === null) return false;
+  log.warn('pairing.cross_site', { ...found, address: clientAddress(request, config.trustProxy) });
+  return true;
+}
+
+/** The host of a URL (lower-case, no default port), or the text itself when it is none (`null`). */
+function hostOf(url: string): string {
   const parsed = URL.parse(url);
-  return parsed === null || parsed.origin === 'null' ? url : parsed.origin;
+  return parsed === null || parsed.host === '' ? url : parsed.host;
 }
 
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;

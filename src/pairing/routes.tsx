@@ -112,7 +112,7 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   // Checked in the documented order, after the site: the lock, the code, the password, then the decision.
   // The lock is checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
-    if (isCrossSite(request, config)) return pageAnswer(403, <MessagePage {...CROSS_SITE} />);
+    if (isCrossSite(request, config, log)) return pageAnswer(403, <MessagePage {...CROSS_SITE} />);
     const who = presenterOf(request);
     const locked = lockedPage(lock, request, who);
     if (locked) return locked;

@@ -1,0 +1,54 @@
+/**
+ * Which browser requests count as another site's: `Sec-Fetch-Site` decides when sent, else the `Origin`'s
+ * host is compared with the request's.
+ */
+import { describe, expect, test } from 'bun:test';
+import { buildRequest, INSTALLATION, type TestService } from './support.ts';
+import type { Config } from '../src/config.ts';
+import { PASSWORD, type Started } from './pairing-support.ts';
+import { keepSecretsOf, linesOf, startGuarded } from './strangers-support.ts';
+
+const OWNER = '203.0.113.20';
+/** The host the owner's browser and the car reach the service by, behind a proxy that ends TLS. */
+const SITE = 'http://ev.example.com';
+
+async function started(service: TestService): Promise<Started> {
+  const request = buildRequest('POST', '/v1/pair/start', { body: { installationId: INSTALLATION }, token: null, address: OWNER }, SITE);
+  return keepSecretsOf((await service.app.handle(request).then((response) => response.json())) as Started);
+}
+
+/** The owner's approval, posted as a browser posts it to `SITE`. */
+async function approve(service: TestService, headers: Record<string, string>): Promise<number> {
+  const { userCode } = await started(service);
+  const body = new URLSearchParams({ code: userCode, password: PASSWORD, decision: 'approve' }).toString();
+  const type = { 'content-type': 'application/x-www-form-urlencoded' };
+  const request = buildRequest('POST', '/pair', { body, token: null, address: OWNER, headers: { ...type, ...headers } }, SITE);
+  return (await service.app.handle(request)).status;
+}
+
+describe('POST /pair', () => {
+  test.each<[string, Record<string, string>, Partial<Config>]>([
+    ['an https page behind a TLS proxy, TRUST_PROXY=0, no PUBLIC_URL', { origin: 'https://ev.example.com' }, {}],
+    ['the same with Sec-Fetch-Site: same-origin', { origin: 'https://ev.example.com', 'sec-fetch-site': 'same-origin' }, {}],
+    ['Sec-Fetch-Site: none (typed or bookmarked)', { 'sec-fetch-site': 'none', origin: 'https://other.example' }, {}],
+    ["PUBLIC_URL's host", { origin: 'https://cars.example.net' }, { publicUrl: 'https://cars.example.net/ev' }],
+  ])('%s passes', async (_, headers, config) => {
+    expect(await approve(await startGuarded(config), headers)).toBe(200);
+  });
+
+  test.each<[string, Record<string, string>]>([
+    ['Sec-Fetch-Site: same-site, whatever the Origin', { 'sec-fetch-site': 'same-site', origin: 'https://ev.example.com' }],
+    ['Sec-Fetch-Site: cross-site', { 'sec-fetch-site': 'cross-site' }],
+    ['an Origin of another host', { origin: 'https://ev.example.com.evil.example' }],
+    ['an Origin of another port', { origin: 'http://ev.example.com:8443' }],
+  ])('%s is refused and logged with both hosts and the address', async (_, headers) => {
+    const service = await startGuarded();
+    expect(await approve(service, headers)).toBe(403);
+    const line = linesOf(service, 'pairing.cross_site');
+    expect(line).toHaveLength(1);
+    expect(line[0]).toContain(`address=${OWNER}`);
+    expect(line[0]).toContain('expected=ev.example.com');
+    if (headers.origin) expect(line[0]).toContain(`origin=${new URL(headers.origin).host}`);
+    if (headers['sec-fetch-site']) expect(line[0]).toContain(`site=${headers['sec-fetch-site']}`);
+  });
+});
