@@ -1,9 +1,9 @@
 /**
  * Which browser requests count as another site's: `Sec-Fetch-Site` decides when sent, else the `Origin`'s
- * host is compared with the request's.
+ * host is compared with the request's; the car's endpoints refuse a page of another site too.
  */
 import { describe, expect, test } from 'bun:test';
-import { buildRequest, INSTALLATION, type TestService } from './support.ts';
+import { answer, buildRequest, INSTALLATION, type TestService } from './support.ts';
 import type { Config } from '../src/config.ts';
 import { PASSWORD, type Started } from './pairing-support.ts';
 import { keepSecretsOf, linesOf, startGuarded } from './strangers-support.ts';
@@ -50,5 +50,38 @@ describe('POST /pair', () => {
     expect(line[0]).toContain('expected=ev.example.com');
     if (headers.origin) expect(line[0]).toContain(`origin=${new URL(headers.origin).host}`);
     if (headers['sec-fetch-site']) expect(line[0]).toContain(`site=${headers['sec-fetch-site']}`);
+  });
+});
+
+describe('the car endpoints', () => {
+  test.each(['/v1/pair/start', '/v1/pair/poll'])('%s refuses Sec-Fetch-Site: cross-site before reading the body', async (path) => {
+    const service = await startGuarded();
+    const response = await service.request('POST', path, {
+      body: { installationId: INSTALLATION, pairingId: 'x' },
+      token: null,
+      address: OWNER,
+      headers: { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+    });
+    expect(await answer(response)).toEqual({
+      status: 403,
+      body: { error: 'a web page of another site may not start or poll pairing' },
+    });
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(service.pairing!.book.size).toBe(0);
+    expect(linesOf(service, 'pairing.cross_site')).toEqual([expect.stringContaining(`address=${OWNER}`)]);
+  });
+
+  test('a car (no Sec-Fetch-Site) and a same-origin page start as before', async () => {
+    const service = await startGuarded();
+    for (const headers of [{}, { 'sec-fetch-site': 'same-origin' }] as Record<string, string>[]) {
+      const response = await service.request('POST', '/v1/pair/start', {
+        body: { installationId: INSTALLATION },
+        token: null,
+        address: OWNER,
+        headers,
+      });
+      expect(response.status).toBe(200);
+      keepSecretsOf((await response.json()) as Started);
+    }
   });
 });

@@ -15,6 +15,7 @@ export const messages = {
     'token belongs to another installation; pair this car again after its installation id changed',
   notFound: 'not found',
   tooManyPairingRequests: 'too many pairing requests',
+  crossSite: 'a web page of another site may not start or poll pairing',
   tooManyWrongPasswords: 'too many wrong passwords, retry later',
   deviceNotFound: 'device not found',
   internal: 'internal server error',

@@ -26,6 +26,13 @@ export function isCrossSite(request: Request, config: OriginConfig, log: Logger)
   return logged(crossSiteOf(request, config), request, config, log);
 }
 
+/** Whether `Sec-Fetch-Site` says `cross-site` (logged as `isCrossSite` does): the car's endpoints take no form. */
+export function isFetchedCrossSite(request: Request, config: OriginConfig, log: Logger): boolean {
+  const site = request.headers.get('sec-fetch-site')?.toLowerCase();
+  const found = site === 'cross-site' ? { ...ownHostAndOrigin(request, config), site } : null;
+  return logged(found, request, config, log);
+}
+
 function crossSiteOf(request: Request, config: OriginConfig): CrossSite | null {
   const site = request.headers.get('sec-fetch-site')?.toLowerCase() ?? null;
   const hosts = ownHostAndOrigin(request, config);

@@ -8,8 +8,8 @@ import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, readBody, readJsonObject, type BodyBounds } from '../http/body.ts';
 import { clientAddress, coarseAddress } from '../http/client-address.ts';
-import { badRequest, describeError, HttpError, messages } from '../http/errors.ts';
-import { isCrossSite } from '../http/origin.ts';
+import { badRequest, describeError, forbidden, HttpError, messages } from '../http/errors.ts';
+import { isCrossSite, isFetchedCrossSite } from '../http/origin.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
@@ -64,7 +64,7 @@ interface PageContext {
 
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   return new Elysia({ name: 'pairing' })
-    .use(carRoutes(book, config, bodyBounds))
+    .use(carRoutes(book, config, bodyBounds, log))
     .use(pageRoutes({ book, lock, config, bodyBounds, log }));
 }
 
@@ -143,10 +143,15 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
 
 /**
  * The car's JSON endpoints. Their answers hold its pairing id or token, so none may be cached (RFC 6749
- * 5.1): one rule for all of them, local to this instance, not a line each route could forget.
+ * 5.1): one rule for all of them, local to this instance, not a line each route could forget. Another site's
+ * page is refused before the body is read.
  */
-function carRoutes(book: PairingBook, config: PairingDeps['config'], bodyBounds: BodyBounds) {
+function carRoutes(book: PairingBook, config: PairingDeps['config'], bodyBounds: BodyBounds, log: Logger) {
   return new Elysia()
+    // A car sends no Sec-Fetch-Site; a page in the owner's browser could fill the owner's address's slots.
+    .onBeforeHandle(({ request }) => {
+      if (isFetchedCrossSite(request, config, log)) throw forbidden(messages.crossSite);
+    })
     // After the handler only: a refusal (answered by the app's onError) holds no secret.
     .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
     .post(
