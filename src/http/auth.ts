@@ -50,9 +50,12 @@ export class Authenticator {
     return this.deviceOf(digest, request);
   }
 
-  /** The paired device a bare token (no `Bearer`) belongs to, or a 401: the owner's token names no installation. */
-  authenticateDevice(token: string): DeviceCaller {
-    return this.deviceOf(tokenDigest(token));
+  /**
+   * The paired device a bare token (no `Bearer`) belongs to, or a 401: the owner's token names no installation.
+   * A token no one holds is logged by the `request`'s address, as `authenticate` does.
+   */
+  authenticateDevice(token: string, request: Request): DeviceCaller {
+    return this.deviceOf(tokenDigest(token), request);
   }
 
   /** Whether a token is the ingest token or a paired car's: never a password guess. */

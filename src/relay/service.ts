@@ -40,10 +40,10 @@ export class Relay {
     const query = new URL(request.url).searchParams;
     const fromQuery = queryToken(query);
     // The query's token wins, checked before the body is read, as the ingest endpoints check theirs.
-    const queryCaller = fromQuery ? this.device(fromQuery) : null;
+    const queryCaller = fromQuery ? this.device(fromQuery, request) : null;
     const body = await readBody(request, queryCaller ? bodyBounds : this.strangerBounds);
     const params = relayParams(query, request.headers.get('content-type'), body);
-    const caller = queryCaller ?? this.device(params.token);
+    const caller = queryCaller ?? this.device(params.token, request);
     const sample = lenientSample(tlmObject(params.tlm));
     const batch = validateBatch({ installationId: caller.installationId, samples: [sample] }, now());
     // The car app sends {"utc":N} when it has nothing else, so that the planner sees the car online.
@@ -53,10 +53,10 @@ export class Relay {
     logDropped(log, batch, asTlmPath);
   }
 
-  private device(token: string | null): DeviceCaller {
+  private device(token: string | null, request: Request): DeviceCaller {
     if (token === null) throw unauthorized();
     try {
-      return this.deps.auth.authenticateDevice(token);
+      return this.deps.auth.authenticateDevice(token, request);
     } catch (error) {
       throw error instanceof HttpError ? unauthorized() : error;
     }
