@@ -26,7 +26,8 @@ async function startWithoutHost(installationId: string) {
 
 test('HTTP/1.0 starts without a Host meet the per-address cap: 10 × 200, then 429', async () => {
   const statuses: string[] = [];
-  for (let i = 0; i < limits.pairingOpenPerAddress + 2; i++) statuses.push(await startWithoutHost(installationNumbered(i)));
+  for (let i = 0; i < limits.pairingOpenPerAddress + 2; i++)
+    statuses.push(await startWithoutHost(installationNumbered(i)));
   expect(statuses).toEqual([
     ...Array<string>(limits.pairingOpenPerAddress).fill('HTTP/1.1 200 OK'),
     'HTTP/1.1 429 Too Many Requests',
