@@ -72,7 +72,8 @@ export function createApp({
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
-  const badTokens = { repeats: new RepeatCounter(elapsed), trustProxy: config.trustProxy, log };
+  const badTokens = { repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'), trustProxy: config.trustProxy, log };
+  const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
   const sessions = new ChargingSessions(storage.committer);
@@ -100,7 +101,7 @@ export function createApp({
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app
-      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log }))
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
   }
 

@@ -64,6 +64,8 @@ export const limits = {
   pairingOpenPerAddress: 10,
   /** A security event repeated by one address (a bad token) or by all (a full book) is logged this often at most. */
   securityLogIntervalMs: 60_000,
+  /** Lines of one such event per interval over all addresses; past them one summary line counts the rest. */
+  securityLinesPerInterval: 60,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
   /** A device's lastSeenAt is written at most this often. */

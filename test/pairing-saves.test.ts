@@ -7,9 +7,16 @@ import { PairingBook } from '../src/pairing/book.ts';
 import { displayUserCode } from '../src/pairing/code.ts';
 import { ApprovalLock } from '../src/pairing/lock.ts';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
+import { RepeatCounter } from '../src/http/security-log.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, within, type TestService } from './support.ts';
 import { decide, expectPage, pairDevice, PASSWORD, poll, startPairing, WRONG_PASSWORD, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
+
+/** The routes' loggers, by the real clock: no test here is refused as cross-site. */
+function routeLogs() {
+  const log = createMemoryLogger();
+  return { log, crossSites: new RepeatCounter(performance.now.bind(performance), log, 'pairing.cross_site') };
+}
 
 // The file's own clock and service: tests move the one and `start` replaces the other.
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -192,7 +199,7 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second request draws the first one's code (C if it were still taken)
     const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBodyBounds, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBodyBounds, ...routeLogs() });
     const first = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(first, 'approve');
     clock += 10 * MINUTE;
@@ -210,7 +217,7 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, ...routeLogs() });
     const request = await book.start(INSTALLATION, 'MG4');
     const typed = displayUserCode(request.userCode).toLowerCase().replace('-', ' ');
     const form = new URLSearchParams({ code: ` ${typed} `, password: PASSWORD, decision: 'approve' });
@@ -246,7 +253,7 @@ describe('an approval still being saved', () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, log: createMemoryLogger() });
+    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, ...routeLogs() });
     const request = await book.start(INSTALLATION, 'MG4');
     const code = displayUserCode(request.userCode);
     const look = () => routes.handle(new Request(`http://localhost/pair?code=${code}`));

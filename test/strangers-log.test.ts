@@ -99,14 +99,17 @@ describe('security events', () => {
 
   test('auth.bad_token keeps at most 10,000 addresses: a stranger with many cannot grow it without limit', async () => {
     const service = await startGuarded();
-    for (let i = 0; i < 10_050; i += 1) {
-      const request = recordPeer(new Request('http://localhost/'), `10.0.${i >> 8}.${i & 255}`);
+    const bad = (address: string) => {
+      const request = recordPeer(new Request('http://localhost/'), address);
       expect(() => service.auth.authenticate(`Bearer ${BAD_TOKEN}`, request)).toThrow('unauthorized');
-    }
-    const lines = () => linesOf(service, 'auth.bad_token').length;
-    const before = lines();
-    await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: BAD_TOKEN, address: '10.0.0.0' });
-    expect(lines()).toBe(before + 1); // the first address was forgotten, so it is logged again
+    };
+    bad('192.0.2.1');
+    bad('192.0.2.1');
+    for (let i = 0; i < 10_050; i += 1) bad(`10.0.${i >> 8}.${i & 255}`);
+    clock.at += MINUTE;
+    bad('192.0.2.1');
+    // count=1: the second bad token of 192.0.2.1 was forgotten with the least recent addresses.
+    expect(linesOf(service, 'auth.bad_token').at(-1)).toEndWith(' address=192.0.2.1 count=1');
   });
 });
 

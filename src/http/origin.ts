@@ -5,8 +5,15 @@
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { clientAddress } from './client-address.ts';
+import type { RepeatCounter } from './security-log.ts';
 
 type OriginConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
+
+/** Where refusals are logged (`pairing.cross_site`): at most once a minute per address, with a count. */
+export interface CrossSiteLog {
+  repeats: RepeatCounter;
+  log: Logger;
+}
 
 /** Why a request is taken for another site's: what the browser said, and the host the service expected. */
 interface CrossSite {
@@ -22,12 +29,12 @@ interface CrossSite {
  * one). Hosts, not schemes: behind a TLS proxy the page is `https` while the service sees `http`.
  * A request naming neither (a script, an old browser) passes: the password still guards it.
  */
-export function isCrossSite(request: Request, config: OriginConfig, log: Logger): boolean {
+export function isCrossSite(request: Request, config: OriginConfig, log: CrossSiteLog): boolean {
   return logged(crossSiteOf(request, config), request, config, log);
 }
 
 /** Whether `Sec-Fetch-Site` says `cross-site` (logged as `isCrossSite` does): the car's endpoints take no form. */
-export function isFetchedCrossSite(request: Request, config: OriginConfig, log: Logger): boolean {
+export function isFetchedCrossSite(request: Request, config: OriginConfig, log: CrossSiteLog): boolean {
   const site = request.headers.get('sec-fetch-site')?.toLowerCase();
   const found = site === 'cross-site' ? { ...ownHostAndOrigin(request, config), site } : null;
   return logged(found, request, config, log);
@@ -48,9 +55,11 @@ function ownHostAndOrigin(request: Request, { trustProxy }: OriginConfig) {
   return { origin: origin === null ? null : hostOf(origin), expected: hostOf(requestOrigin(request, trustProxy)) };
 }
 
-function logged(found: CrossSite | null, request: Request, config: OriginConfig, log: Logger): boolean {
+function logged(found: CrossSite | null, request: Request, config: OriginConfig, { repeats, log }: CrossSiteLog) {
   if (found === null) return false;
-  log.warn('pairing.cross_site', { ...found, address: clientAddress(request, config.trustProxy) });
+  const address = clientAddress(request, config.trustProxy);
+  const count = repeats.due(address);
+  if (count !== null) log.warn('pairing.cross_site', { ...found, address, count });
   return true;
 }
 

@@ -63,7 +63,7 @@ export class PairingBook {
     /** Draws a user code; injectable so that tests can make two requests draw the same one. */
     private readonly drawUserCode: () => string = newUserCode,
   ) {
-    this.bookFull = new RepeatCounter(elapsed);
+    this.bookFull = new RepeatCounter(elapsed, log, 'pairing.book_full');
   }
 
   get size(): number {

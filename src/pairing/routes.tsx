@@ -9,7 +9,8 @@ import type { Config } from '../config.ts';
 import { handlerReadsBody, readBody, readJsonObject, type BodyBounds } from '../http/body.ts';
 import { clientAddress, coarseAddress } from '../http/client-address.ts';
 import { badRequest, describeError, forbidden, HttpError, messages } from '../http/errors.ts';
-import { isCrossSite, isFetchedCrossSite } from '../http/origin.ts';
+import { isCrossSite, isFetchedCrossSite, type CrossSiteLog } from '../http/origin.ts';
+import type { RepeatCounter } from '../http/security-log.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
@@ -52,6 +53,8 @@ export interface PairingDeps {
   /** The bounds of the bodies anyone may send: small, drained briefly. */
   bodyBounds: BodyBounds;
   log: Logger;
+  /** Counts refused cross-site requests per address, so that a flood of them is not a flood of lines. */
+  crossSites: RepeatCounter;
 }
 
 type PageHandler = (request: Request) => PageAnswer | Promise<PageAnswer>;
@@ -62,14 +65,16 @@ interface PageContext {
   html(page: JSX.Element): string | Response | Promise<string | Response>;
 }
 
-export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
+export function pairingRoutes(deps: PairingDeps) {
+  const { book, config, bodyBounds, log, crossSites } = deps;
+  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log };
   return new Elysia({ name: 'pairing' })
-    .use(carRoutes(book, config, bodyBounds, log))
-    .use(pageRoutes({ book, lock, config, bodyBounds, log }));
+    .use(carRoutes(book, config, bodyBounds, crossSiteLog))
+    .use(pageRoutes(deps, crossSiteLog));
 }
 
 /** The owner's approval page. */
-function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
+function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps, crossSiteLog: CrossSiteLog) {
   const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
 
   /** The open request of what was typed as its code, or the page saying that the code is not open. */
@@ -112,7 +117,7 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
   // Checked in the documented order, after the site: the lock, the code, the password, then the decision.
   // The lock is checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
-    if (isCrossSite(request, config, log)) return pageAnswer(403, <MessagePage {...CROSS_SITE} />);
+    if (isCrossSite(request, config, crossSiteLog)) return pageAnswer(403, <MessagePage {...CROSS_SITE} />);
     const who = presenterOf(request);
     const locked = lockedPage(lock, request, who);
     if (locked) return locked;
@@ -146,11 +151,16 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
  * 5.1): one rule for all of them, local to this instance, not a line each route could forget. Another site's
  * page is refused before the body is read.
  */
-function carRoutes(book: PairingBook, config: PairingDeps['config'], bodyBounds: BodyBounds, log: Logger) {
+function carRoutes(
+  book: PairingBook,
+  config: PairingDeps['config'],
+  bodyBounds: BodyBounds,
+  crossSiteLog: CrossSiteLog,
+) {
   return new Elysia()
     // A car sends no Sec-Fetch-Site; a page in the owner's browser could fill the owner's address's slots.
     .onBeforeHandle(({ request }) => {
-      if (isFetchedCrossSite(request, config, log)) throw forbidden(messages.crossSite);
+      if (isFetchedCrossSite(request, config, crossSiteLog)) throw forbidden(messages.crossSite);
     })
     // After the handler only: a refusal (answered by the app's onError) holds no secret.
     .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
