@@ -42,6 +42,7 @@ export const LOG_EVENTS = {
   'auth.bad_token': { level: 'warn', fields: ['address', 'count'] },
   'security.lines_dropped': { level: 'warn', fields: ['of', 'count', 'addresses'] },
   'auth.known_address_unsaved': { level: 'warn', fields: ['address', 'reason'] },
+  'auth.known_addresses_unforgotten': { level: 'warn', fields: ['reason'] },
   'storage.open_to_others': { level: 'warn', fields: ['folder', 'file', 'mode', 'hint'] },
   'config.weak_secret': { level: 'warn', fields: ['variable', 'hint'] },
   'pairing.page_failed': { level: 'error', fields: ['error'] },

@@ -21,10 +21,15 @@ export class KnownAddresses {
     private readonly now: () => number,
   ) {}
 
-  /** Reads the addresses still known. */
+  /**
+   * Reads the addresses still known, and deletes the older ones in the background: an owner who stopped
+   * approving must not leave addresses in the database and its backups for ever.
+   */
   load(db: Database): void {
     const since = this.now() - limits.knownAddressMs;
     for (const row of knownAddressRows(db, since)) this.lastRight.set(row.address, row.lastRightAt);
+    const forgotten = this.committer.write('forgetAddresses', { before: since });
+    forgotten.catch((error: Error) => this.log.warn('auth.known_addresses_unforgotten', { reason: error.message }));
   }
 
   has(address: string): boolean {
@@ -50,6 +55,11 @@ function knownAddressRows(db: Database, since: number) {
     .all(since);
 }
 
+/** Forgets the addresses whose last right password came at or before `before`. */
+const forgetAddresses: WriteOp<{ before: number }, void> = (db, { before }) => {
+  db.query('DELETE FROM known_addresses WHERE last_right_at <= $before').run({ before });
+};
+
 /** Saves an address's right password and forgets the addresses not seen for 30 days. */
 const rememberAddress: WriteOp<{ address: string; at: number; before: number }, void> = (db, args) => {
   const { address, at, before } = args;
@@ -57,7 +67,7 @@ const rememberAddress: WriteOp<{ address: string; at: number; before: number }, 
     `INSERT INTO known_addresses (address, last_right_at) VALUES ($address, $at)
      ON CONFLICT (address) DO UPDATE SET last_right_at = excluded.last_right_at`,
   ).run({ address, at });
-  db.query('DELETE FROM known_addresses WHERE last_right_at <= $before').run({ before });
+  forgetAddresses(db, { before });
 };
 
-export const knownAddressWrites = { rememberAddress };
+export const knownAddressWrites = { rememberAddress, forgetAddresses };
