@@ -19,15 +19,29 @@ const UNSHOWABLE = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
 
 /**
  * Characters that show nothing or change how the rest is shown (a zero-width space, a soft hyphen, tag
- * characters, U+3164): a stranger's name could pass for the owner's car's with them.
+ * characters, U+3164), and those no font shows as meant (private-use, unassigned and noncharacters, and
+ * U+FFFD, which stands for what could not be read): a stranger's name could pass for the owner's car's.
  */
-const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Co}\p{Cn}\uFFFD]/u;
 
-/** An emoji, or emoji joined into one (👨‍👩‍👧): their joiners and variation selectors show as the emoji made. */
-const EMOJI_SEQUENCE = /\p{Extended_Pictographic}\uFE0F?(?:\u200D\p{Extended_Pictographic}\uFE0F?)*/gu;
+/**
+ * Sequences whose invisible parts show as the character they make: a subdivision flag (🏴 with tag
+ * letters and digits, then the cancel tag), a keycap (1️⃣), emoji joined into one (👨‍👩‍👧, 👩🏽‍💻), and a
+ * variation selector (VS15 text, VS16 emoji) right after a visible character.
+ */
+const EMOJI = String.raw`\p{Extended_Pictographic}\p{Emoji_Modifier}?[\uFE0E\uFE0F]?`;
+const SHOWN_SEQUENCE = new RegExp(
+  [
+    String.raw`\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]+\u{E007F}`,
+    String.raw`[0-9#*]\uFE0F?\u20E3`,
+    String.raw`${EMOJI}(?:\u200D${EMOJI})*`,
+    String.raw`[^\p{C}\p{Z}\p{M}\p{White_Space}][\uFE0E\uFE0F]`,
+  ].join('|'),
+  'gu',
+);
 
-/** Anything but spaces: a name must show something. */
-const VISIBLE = /[^\p{White_Space}\p{Z}]/u;
+/** A character that shows something by itself: not a space, a blank (U+2800 braille blank) or a combining mark. */
+const VISIBLE = /[^\p{White_Space}\p{Z}\p{M}\u2800]/u;
 
 /** 1..64 characters (code points, so an emoji counts once) of showable text. */
 export function deviceName(value: unknown, path: string): string {
@@ -36,10 +50,9 @@ export function deviceName(value: unknown, path: string): string {
   // SQLite would store a lone surrogate (`"MG4 \ud83d"`) as U+FFFD: the owner would approve a name the car never sent.
   if (!(value as string).isWellFormed()) invalid(path, 'must not hold a lone surrogate');
   if (UNSHOWABLE.test(value as string)) invalid(path, 'must not hold control or text-direction characters');
-  if (INVISIBLE.test((value as string).replace(EMOJI_SEQUENCE, 'x'))) {
-    invalid(path, 'must not hold format, separator or invisible characters');
-  }
-  if (!VISIBLE.test(value as string)) invalid(path, 'must hold a visible character');
+  const shown = (value as string).replace(SHOWN_SEQUENCE, 'x');
+  if (INVISIBLE.test(shown)) invalid(path, 'must not hold format, separator or invisible characters');
+  if (!VISIBLE.test(shown)) invalid(path, 'must hold a visible character');
   return value as string;
 }
 
