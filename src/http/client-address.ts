@@ -29,11 +29,11 @@ function lastForwarded(header: string | null): string | undefined {
   return last !== undefined && (isIPv4(last) || isIPv6(last)) ? last : undefined;
 }
 
-/** An IPv4 address as it is (an IPv4-mapped IPv6 one unwrapped), an IPv6 one as its /64. */
+/** An IPv4 address as it is (an IPv4-mapped IPv6 one unwrapped, dotted or hex), an IPv6 one as its /64. */
 function networkOf(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  return isIPv6(address) ? `${ipv6Groups(address).slice(0, 4).join(':')}::/64` : address;
+  if (!isIPv6(address)) return address;
+  const groups = ipv6Groups(address);
+  return mappedIPv4(groups) ?? `${compressed([...groups.slice(0, 4), 0, 0, 0, 0])}/64`;
 }
 
 /**
@@ -43,19 +43,43 @@ function networkOf(address: string): string {
 export function coarseAddress(address: string): string {
   if (isIPv4(address)) return `${address.split('.').slice(0, 3).join('.')}.0/24`;
   const ipv6 = address.replace(/\/\d+$/, '');
-  return isIPv6(ipv6) ? `${ipv6Groups(ipv6).slice(0, 3).join(':')}::/48` : address;
+  return isIPv6(ipv6) ? `${compressed([...ipv6Groups(ipv6).slice(0, 3), 0, 0, 0, 0, 0])}/48` : address;
 }
 
-/** The groups of one side of an IPv6 address's `::`, an IPv4 tail counted as its two. */
-function groupsOf(text: string | undefined): string[] {
-  return text ? text.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group])) : [];
+/** The IPv4 address of an IPv4-mapped IPv6 one (`::ffff:0:0/96`), or undefined. */
+function mappedIPv4(groups: number[]): string | undefined {
+  if (groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) return undefined;
+  return groups.slice(6).flatMap((group) => [group >> 8, group & 0xff]).join('.');
 }
 
-/** The eight groups of an IPv6 address, without leading zeros (`::` expanded, a zone or IPv4 tail as zeros). */
-function ipv6Groups(address: string): string[] {
+/** The groups of one side of an IPv6 address's `::`, an IPv4 tail as its two. */
+function groupsOf(text: string | undefined): number[] {
+  if (!text) return [];
+  return text.split(':').flatMap((group) => {
+    if (!group.includes('.')) return [Number.parseInt(group, 16)];
+    const [a = 0, b = 0, c = 0, d = 0] = group.split('.').map(Number);
+    return [(a << 8) | b, (c << 8) | d];
+  });
+}
+
+/** The eight groups of an IPv6 address (`::` expanded, a zone dropped). */
+function ipv6Groups(address: string): number[] {
   const [head = '', tail] = address.replace(/%.*$/, '').split('::');
   const left = groupsOf(head);
   const right = groupsOf(tail);
-  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...zeros, ...right].map((group) => Number.parseInt(group, 16).toString(16));
+  const zeros = tail === undefined ? [] : Array<number>(8 - left.length - right.length).fill(0);
+  return [...left, ...zeros, ...right];
+}
+
+/** RFC 5952's text of eight groups: lower-case hex, the first longest run of two or more zero groups as `::`. */
+function compressed(groups: number[]): string {
+  let best = { start: -1, length: 1 };
+  for (let start = 0; start < 8; start += 1) {
+    let length = 0;
+    while (groups[start + length] === 0) length += 1;
+    if (length > best.length) best = { start, length };
+  }
+  const hex = groups.map((group) => group.toString(16));
+  if (best.start < 0) return hex.join(':');
+  return `${hex.slice(0, best.start).join(':')}::${hex.slice(best.start + best.length).join(':')}`;
 }

@@ -1,0 +1,35 @@
+/**
+ * The smaller findings of the review: addresses written as RFC 5952 says.
+ */
+import { describe, expect, test } from 'bun:test';
+import { clientAddress, coarseAddress, recordPeer } from '../src/http/client-address.ts';
+
+const addressOf = (peer: string) => clientAddress(recordPeer(new Request('http://localhost/'), peer), false);
+
+describe('addresses as RFC 5952 writes them', () => {
+  test.each([
+    ['::1', '::/64'],
+    ['fe80::1%eth0', 'fe80::/64'],
+    ['2001:db8:1::3', '2001:db8:1::/64'],
+    ['2001:0DB8:0000:0012:ffff::1', '2001:db8:0:12::/64'],
+    ['1:2:3:4:5:6:7:8', '1:2:3:4::/64'],
+  ])('%s counts as %s', (peer, network) => {
+    expect(addressOf(peer)).toBe(network);
+  });
+
+  test.each([
+    ['::ffff:192.0.2.9', '192.0.2.9'],
+    ['::ffff:a03:303', '10.3.3.3'],
+    ['::FFFF:C000:0209', '192.0.2.9'],
+  ])('an IPv4-mapped address %s counts as %s', (peer, ipv4) => {
+    expect(addressOf(peer)).toBe(ipv4);
+  });
+
+  test.each([
+    ['2001:db8:0:12::/64', '2001:db8::/48'],
+    ['2001:db8:1:2::/64', '2001:db8:1::/48'],
+    ['::/64', '::/48'],
+  ])('the page shows %s as %s', (network, shown) => {
+    expect(coarseAddress(network)).toBe(shown);
+  });
+});
