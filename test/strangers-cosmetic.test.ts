@@ -1,8 +1,13 @@
 /**
- * The smaller findings of the review: addresses written as RFC 5952 says.
+ * The smaller findings of the review: addresses written as RFC 5952 says, an empty password field that
+ * guesses nothing.
  */
 import { describe, expect, test } from 'bun:test';
 import { clientAddress, coarseAddress, recordPeer } from '../src/http/client-address.ts';
+import { limits } from '../src/limits.ts';
+import { INSTALLATION } from './support.ts';
+import type { Started } from './pairing-support.ts';
+import { keepSecretsOf, startGuarded } from './strangers-support.ts';
 
 const addressOf = (peer: string) => clientAddress(recordPeer(new Request('http://localhost/'), peer), false);
 
@@ -32,4 +37,23 @@ describe('addresses as RFC 5952 writes them', () => {
   ])('the page shows %s as %s', (network, shown) => {
     expect(coarseAddress(network)).toBe(shown);
   });
+});
+
+test('an empty password field is answered as a missing one: it counts no try', async () => {
+  const service = await startGuarded();
+  const response = await service.request('POST', '/v1/pair/start', {
+    body: { installationId: INSTALLATION },
+    token: null,
+  });
+  const { userCode } = keepSecretsOf((await response.json()) as Started);
+  for (let i = 0; i < limits.lockoutAttempts + 1; i += 1) {
+    const page = await service.request('POST', '/pair', {
+      body: `code=${userCode}&password=&decision=approve`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      token: null,
+      address: '198.51.100.7',
+    });
+    expect(page.status).toBe(403);
+  }
+  expect(service.pairing!.lock.triesLeft({ address: '198.51.100.7' })).toBe(limits.lockoutAttempts);
 });

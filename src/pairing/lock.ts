@@ -78,12 +78,12 @@ export class ApprovalLock {
   /**
    * Checks a password, counting a wrong one; during a lockout nothing is checked, so requests that
    * were already under way when the lock began cannot go on guessing. Digests are compared so the
-   * time taken does not depend on the candidate. None presented (null) is wrong but not counted: it
-   * guesses nothing, and any web page can make a browser send such requests (an `<img>` of the URL).
+   * time taken does not depend on the candidate. None presented (null, or an empty field) is wrong but
+   * not counted: it guesses nothing, and any web page can make a browser send such requests (an `<img>`).
    */
   check(candidate: string | null, who: Presenter): PasswordCheck {
     if (this.retryAfterSeconds(who) > 0) return 'locked';
-    if (candidate === null) return 'wrong';
+    if (candidate === null || candidate === '') return 'wrong';
     if (timingSafeEqual(tokenDigest(candidate), this.digest)) {
       // The backstop's count stays: the owner's success must not give strangers fresh tries.
       this.byAddress.delete(who.address);
