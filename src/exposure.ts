@@ -18,9 +18,12 @@ export function warnAboutExposure(
   log: Logger,
 ): void {
   const file = config.databasePath;
-  for (const named of [{ folder: dirname(file) }, { file }]) {
+  // The WAL holds the latest writes until a checkpoint, the shared-memory file its index: as readable.
+  const files = [file, `${file}-wal`, `${file}-shm`].map((path) => ({ file: path }));
+  for (const named of [{ folder: dirname(file) }, ...files]) {
     const path = Object.values(named)[0]!;
-    const mode = statSync(path).mode & 0o777;
+    const stat = statSync(path, { throwIfNoEntry: false });
+    const mode = (stat?.mode ?? 0) & 0o777;
     if ((mode & OTHERS_READ_WRITE) === 0) continue;
     log.warn('storage.open_to_others', {
       ...named,

@@ -147,7 +147,7 @@ describe('start-up warnings', () => {
     return log.lines;
   }
 
-  test('a data folder or database file others can read or write is named, with its mode', async () => {
+  test('a data folder or database file (its -wal and -shm too) others can read or write is named, with its mode', async () => {
     const dir = join(tempDir(), 'data');
     mkdirSync(dir, { mode: 0o700 });
     expect((await startLog(dir)).filter((line) => line.includes('storage.open_to_others'))).toEqual([]);
@@ -157,6 +157,9 @@ describe('start-up warnings', () => {
     expect(warned).toEqual([
       expect.stringContaining(` warn storage.open_to_others folder=${dir} mode=755 `),
       expect.stringContaining(` warn storage.open_to_others file=${join(dir, 'ev-ingest.db')} mode=664 `),
+      // SQLite gives the WAL and its index the database's mode: they hold the latest writes as readably.
+      expect.stringContaining(` warn storage.open_to_others file=${join(dir, 'ev-ingest.db')}-wal mode=664 `),
+      expect.stringContaining(` warn storage.open_to_others file=${join(dir, 'ev-ingest.db')}-shm mode=664 `),
     ]);
   });
 
