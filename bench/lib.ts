@@ -103,6 +103,36 @@ export interface LoadOptions {
   args?: string[];
 }
 
+export interface TelemetryLoad {
+  connections: number;
+  seconds: number;
+  /** Samples per batch. */
+  batchSize: number;
+}
+
+const TELEMETRY_SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'telemetry.lua')).text());
+let telemetryRuns = 0;
+
+/**
+ * Loads `POST /v1/telemetry` of the service at `url` with wrk and bench/telemetry.lua: batches of new
+ * (installation, utc) keys, each run its own, so that every request stores rows. Says when some failed.
+ */
+export async function telemetryLoad(
+  url: URL,
+  { connections, seconds, batchSize }: TelemetryLoad,
+): Promise<LoadResult> {
+  telemetryRuns += 1;
+  const result = await wrk(new URL('/v1/telemetry', url), {
+    connections,
+    seconds,
+    script: TELEMETRY_SCRIPT,
+    args: [String(batchSize), String(telemetryRuns)],
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    console.log(`  warning: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
+  return result;
+}
+
 /** Appended to every wrk script: wrk's own figures as one JSON line, which `parseWrk` reads. */
 const REPORT_SCRIPT = `
 function done(summary, latency, requests)

@@ -14,11 +14,10 @@ import {
   alternate,
   buildBinary,
   knob,
-  LUA_AUTHORIZATION,
   median,
   medianRun,
   startService,
-  wrk,
+  telemetryLoad,
   type LoadResult,
 } from './lib.ts';
 
@@ -26,22 +25,8 @@ const CONNECTIONS = 32;
 const BATCH_SIZE = 10;
 const SECONDS = knob('BENCH_SECONDS', 8);
 const ROUNDS = knob('BENCH_ROUNDS', 5);
-const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'telemetry.lua')).text());
-
-let runId = 0;
-
-async function load(url: URL): Promise<LoadResult> {
-  runId += 1;
-  const result = await wrk(new URL('/v1/telemetry', url), {
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    script: SCRIPT,
-    args: [String(BATCH_SIZE), String(runId)],
-  });
-  if (result.non2xx > 0 || result.errors > 0)
-    console.log(`  warning: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
-  return result;
-}
+const LOAD = { connections: CONNECTIONS, seconds: SECONDS, batchSize: BATCH_SIZE };
+const load = (url: URL) => telemetryLoad(url, LOAD);
 
 /** What metrics add to one request (its route's pattern, the counts) in ns, measured apart from the machine's noise. */
 function perRequestNs(): number {

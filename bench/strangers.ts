@@ -1,42 +1,59 @@
 /**
  * The hidden cost of the defences against strangers (the client address of every request, no-store on
- * every API answer): POST /v1/telemetry in 10-sample batches against the binary of a base revision
- * (`main` by default) and of this checkout, alternating in one run, pairing on in both.
+ * every API answer): POST /v1/telemetry in 10-sample batches against the binary of a base commit and of
+ * this checkout, alternating in one run, pairing on in both.
  * Run: `bun bench/strangers.ts` (or `bun run bench`).
  *
  * Then, steadier on a shared machine, the added work alone in-process: a request recorded with its peer
- * and passed through an app with the no-store hook, against a bare app, alternating.
+ * and passed through an app with the service's own no-store hook, against a bare app, alternating.
  *
- * Environment: BENCH_BASE (git revision measured against, default main), BENCH_SECONDS (per wrk run,
- * default 8), BENCH_ROUNDS (runs of each side, default 5). Raw figures go to bench/results/strangers-<time>.json.
+ * Environment: BENCH_BASE (the commit measured against, default e9b0e40, the last before these defences;
+ * it must differ from this checkout's), BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (runs of each
+ * side, default 5). Raw figures go to bench/results/strangers-<time>.json.
  */
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Elysia } from 'elysia';
+import { storeNothingOfTheApi } from '../src/app.ts';
 import { recordPeer } from '../src/http/client-address.ts';
-import { pathOf } from '../src/http/on-error.ts';
 import { startBinary } from '../test/binary.ts';
 import {
+  alternate,
   benchDir,
   BINARY,
   buildBinary,
   knob,
-  LUA_AUTHORIZATION,
   median,
   medianRun,
-  alternate,
   ROOT,
+  telemetryLoad,
   TOKEN,
-  wrk,
   type LoadResult,
 } from './lib.ts';
 
-const BASE = process.env.BENCH_BASE ?? 'main';
+const BASE = process.env.BENCH_BASE || 'e9b0e40';
 const SECONDS = knob('BENCH_SECONDS', 8);
 const ROUNDS = knob('BENCH_ROUNDS', 5);
 const BATCH_SIZE = 10;
 const CONNECTIONS = 32;
-const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'telemetry.lua')).text());
+const LOAD = { connections: CONNECTIONS, seconds: SECONDS, batchSize: BATCH_SIZE };
+
+/** The commit a revision names, refused when it names none or this checkout's own. */
+async function baseCommit(revision: string): Promise<string> {
+  const commitOf = async (name: string) => {
+    const child = Bun.spawn(['git', 'rev-parse', '--verify', '--quiet', `${name}^{commit}`], {
+      cwd: ROOT,
+      stdout: 'pipe',
+    });
+    const text = (await new Response(child.stdout).text()).trim();
+    if ((await child.exited) !== 0) throw new Error(`BENCH_BASE ${JSON.stringify(name)} names no commit`);
+    return text;
+  };
+  const commit = await commitOf(revision);
+  if (commit === (await commitOf('HEAD')))
+    throw new Error(`BENCH_BASE ${revision} is this checkout: nothing to compare`);
+  return commit;
+}
 
 /** The binary of `revision`, built in a folder of its own from `git archive` (this checkout's node_modules lent). */
 async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
@@ -58,19 +75,7 @@ async function startSide(binary: string) {
   return { running: await startBinary(binary, env, dir), dir };
 }
 
-let runId = 0;
-async function load(url: URL): Promise<LoadResult> {
-  runId += 1;
-  const result = await wrk(new URL('/v1/telemetry', url), {
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    script: SCRIPT,
-    args: [String(BATCH_SIZE), String(runId)],
-  });
-  if (result.non2xx > 0 || result.errors > 0)
-    console.log(`  warning: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
-  return result;
-}
+const load = (url: URL) => telemetryLoad(url, LOAD);
 
 const IN_PROCESS_REQUESTS = 200_000;
 
@@ -84,16 +89,11 @@ async function perRequestMicros(app: Pick<Elysia, 'handle'>, withPeer: boolean):
   return ((performance.now() - started) / IN_PROCESS_REQUESTS) * 1000;
 }
 
-/** The added work per request: the peer recorded and the no-store hook (as src/app.ts has it) against neither. */
+/** The added work per request: the peer recorded and the service's no-store hook against neither. */
 async function addedWork(): Promise<void> {
   const answer = () => new Response(null, { status: 204 });
   const bare = new Elysia().post('/v1/telemetry', answer);
-  const hooked = new Elysia()
-    .onRequest(
-      ({ request, set }) =>
-        void (pathOf(request.url).startsWith('/v1/') && (set.headers['cache-control'] = 'no-store')),
-    )
-    .post('/v1/telemetry', answer);
+  const hooked = new Elysia().onRequest(storeNothingOfTheApi).post('/v1/telemetry', answer);
   await perRequestMicros(bare, false); // warm-up
   await perRequestMicros(hooked, true);
   const [bareRuns, hookedRuns] = await alternate(
@@ -109,8 +109,9 @@ async function addedWork(): Promise<void> {
 }
 
 if (import.meta.main) {
+  const commit = await baseCommit(BASE);
   await buildBinary();
-  const base = await buildRevision(BASE);
+  const base = await buildRevision(commit);
   const before = await startSide(base.binary);
   const after = await startSide(BINARY);
   console.log(
@@ -144,7 +145,11 @@ if (import.meta.main) {
     );
     writeFileSync(
       resultPath,
-      JSON.stringify({ base: BASE, seconds: SECONDS, rounds: ROUNDS, ratio, ratios, baseRuns, ourRuns }, null, 2),
+      JSON.stringify(
+        { base: BASE, commit, seconds: SECONDS, rounds: ROUNDS, ratio, ratios, baseRuns, ourRuns },
+        null,
+        2,
+      ),
     );
     console.log(`raw figures: ${resultPath}`);
     await addedWork();

@@ -130,7 +130,7 @@ type HeadersOfAnswer = Record<string, string | number>;
  * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
  * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
  */
-function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
+export function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
   if (isApiPath(pathOf(request.url))) set.headers['cache-control'] = NO_STORE;
 }
 
