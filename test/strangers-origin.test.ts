@@ -58,6 +58,7 @@ describe('POST /pair', () => {
     ['Sec-Fetch-Site: cross-site', { 'sec-fetch-site': 'cross-site' }],
     ['an Origin of another host', { origin: 'https://ev.example.com.evil.example' }],
     ['an Origin of another port', { origin: 'http://ev.example.com:8443' }],
+    ['an empty Origin', { origin: '' }],
   ])('%s is refused and logged with both hosts and the address', async (_, headers) => {
     const service = await startGuarded();
     expect(await approve(service, headers)).toBe(403);

@@ -45,7 +45,7 @@ function crossSiteOf(request: Request, config: OriginConfig): CrossSite | null {
   const hosts = ownHostAndOrigin(request, config);
   if (site !== null) return site === 'same-origin' || site === 'none' ? null : { ...hosts, site };
   if (hosts.origin === null) return null;
-  const allowed = [hosts.expected, config.publicUrl === '' ? '' : hostOf(config.publicUrl)];
+  const allowed = config.publicUrl === '' ? [hosts.expected] : [hosts.expected, hostOf(config.publicUrl)];
   return allowed.includes(hosts.origin) ? null : { ...hosts, site };
 }
 
