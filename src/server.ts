@@ -5,6 +5,7 @@ import { createApp, type AppOptions, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
+import { holdOpenWhileDraining } from './http/body.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
@@ -252,7 +253,11 @@ export function listen(
           request = new Request(new URL(request.url, server.url).href, request);
         }
         const response = handle(request);
-        return response instanceof Promise ? response.then(logged, failed) : logged(response);
+        const answered = (response: Response) => {
+          const held = holdOpenWhileDraining(request, response);
+          return held instanceof Promise ? held.then(logged, failed) : logged(held);
+        };
+        return response instanceof Promise ? response.then(answered, failed) : answered(response);
       } catch (error) {
         return failed(error);
       }

@@ -65,11 +65,32 @@ function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
   });
 }
 
-const TOO_LARGE = /^HTTP\/1\.1 400 [^\r]*\r\n(?:[^\r]+\r\n)*\r\n\{"error":"body is too large"\}$/;
+/** An answer as the client read it: a chunked body is decoded, and is whole only with its last chunk. */
+function parseAnswer(raw: string): { head: string; body: string; whole: boolean } {
+  const end = raw.indexOf('\r\n\r\n');
+  const head = end < 0 ? raw : raw.slice(0, end + 2);
+  let rest = end < 0 ? '' : raw.slice(end + 4);
+  if (!/\r\ntransfer-encoding: chunked\r\n/i.test(head)) return { head, body: rest, whole: end >= 0 };
+  let body = '';
+  for (;;) {
+    const line = rest.indexOf('\r\n');
+    const size = line < 0 ? NaN : Number.parseInt(rest.slice(0, line), 16);
+    if (!(size >= 0) || rest.length < line + 2 + size + 2) return { head, body, whole: false };
+    if (size === 0) return { head, body, whole: rest.slice(line) === '\r\n\r\n' };
+    body += rest.slice(line + 2, line + 2 + size);
+    rest = rest.slice(line + 2 + size + 2);
+  }
+}
+
+/** Whether the client read the 400 `body is too large` with `Connection: close`; `whole`: its framing's end too. */
+function readsTooLarge(answer: string, whole: boolean): boolean {
+  const parsed = parseAnswer(answer);
+  return (parsed.whole || !whole) && /^HTTP\/1\.1 400 /.test(parsed.head) &&
+    /\r\nconnection: close\r\n/i.test(parsed.head) && parsed.body === '{"error":"body is too large"}';
+}
 
 function expectTooLarge(answer: string): void {
-  expect(answer).toMatch(TOO_LARGE);
-  expect(answer.toLowerCase()).toContain('\r\nconnection: close\r\n');
+  expect({ answer, tooLarge: readsTooLarge(answer, true) }).toEqual({ answer, tooLarge: true });
 }
 
 test.each(['/v1/pair/start', '/v1/pair/poll'])(
@@ -92,16 +113,29 @@ test('a body trickling in is cut off after 2 s of draining, with the 400', async
   expect(sent).toBeLessThan(MIB);
 });
 
-// At full speed the client's reading of the 400 is not asserted: closing with a body still arriving makes the
-// kernel answer it with a reset, which now and then beats the 400 to the client (TCP, RFC 9293 §3.6.1).
+// At full speed the close meets body bytes still arriving and the kernel answers them with a reset
+// (RFC 9293 §3.6.1); the 400 went out at the cap, before it, but its last chunk may not (Bun frames
+// it chunked, oven-sh/bun#10507): what is asserted is that the client read the status and the message.
+test('at full speed, 99 of 100 clients sending a 5 MB body read the 400 and its message', async () => {
+  const failed: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    const { answer } = await upload(i % 2 === 0 ? '/v1/pair/start' : '/v1/pair/poll', 64 * 1024, 0);
+    if (!readsTooLarge(answer, false)) failed.push(JSON.stringify(answer.slice(0, 200)));
+  }
+  expect(failed.length, failed.join('\n')).toBeLessThanOrEqual(1);
+}, 60_000);
+
 test('memory stays bounded: twenty 5 MB bodies at full speed, four at a time, each cut off at once', async () => {
   const peak = () =>
     Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.process.pid}/status`, 'utf8'))![1]) * 1024;
   await upload('/v1/pair/start', 64 * 1024, 0); // warm
   const before = peak();
+  let answered = 0;
   for (let round = 0; round < 5; round++) {
     const uploads = await Promise.all(Array.from({ length: 4 }, () => upload('/v1/pair/poll', 64 * 1024, 0)));
     for (const { ms } of uploads) expect(ms).toBeLessThan(1500);
+    answered += uploads.filter(({ answer }) => readsTooLarge(answer, false)).length;
   }
   expect(peak() - before).toBeLessThan(32 * MIB);
+  expect(answered).toBeGreaterThanOrEqual(19);
 }, 30_000);
