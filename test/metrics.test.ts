@@ -138,13 +138,13 @@ describe('a day of traffic', () => {
     ).toBe(2);
   });
 
+  // Their exact movement against the writes driven: metrics-commits.test.ts.
   test('commit groups and WAL syncs as the committer counted them', () => {
     const { groups, writes, syncs } = running.storage.committer.stats;
     expect(after.series.get('ev_ingest_commit_groups_total')).toBe(groups);
     expect(after.series.get('ev_ingest_commit_group_writes_count')).toBe(groups);
     expect(after.series.get('ev_ingest_commit_group_writes_sum')).toBe(writes);
     expect(after.series.get('ev_ingest_wal_sync_duration_seconds_count')).toBe(syncs);
-    expect(moved('ev_ingest_commit_groups_total')).toBeGreaterThanOrEqual(4); // samples, two chunks, a session at least
   });
 
   test('build and process figures', () => {
