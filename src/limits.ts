@@ -117,6 +117,8 @@ export const limits = {
   plannerShutdownGraceMs: 5000,
   /** A write unanswered, or a writer silent, this long turns `/v1/ready` to 503 (under the healthcheck's 5 s). */
   readyWaitMs: 3000,
+  /** How long the writer's answer to one readiness ping stands for every check (never longer than `readyWaitMs`). */
+  readyPingReuseMs: 1000,
   /** How long `ev-ingest healthcheck` waits for the whole 200. */
   healthcheckMs: 5000,
 } as const;
