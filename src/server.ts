@@ -28,11 +28,11 @@ export interface Running {
 
 /**
  * Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the
- * listener alike. `syncFile` is the storage's fault seam and `readyWaitMs` the readiness's wait, for tests
- * of a listening server.
+ * listener alike. `syncFile` is the storage's fault seam, `readyWaitMs` the readiness's wait and
+ * `plannerWaitingReuseMs` how long the waiting gauge's count stands, for tests of a listening server.
  */
 export async function serve(
-  config: Config & Pick<StorageOptions, 'syncFile'> & Pick<AppOptions, 'readyWaitMs'>,
+  config: Config & Pick<StorageOptions, 'syncFile'> & Pick<AppOptions, 'readyWaitMs' | 'plannerWaitingReuseMs'>,
   log: Logger,
   timeouts: ClientTimeouts = limits,
 ): Promise<Running> {
@@ -44,8 +44,10 @@ export async function serve(
     };
   });
   const { bodyReadMs } = timeouts;
-  const { readyWaitMs } = config;
-  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs, readyWaitMs }));
+  const { readyWaitMs, plannerWaitingReuseMs } = config;
+  const service = await withStorage(storage, () =>
+    createApp({ config, storage, log, bodyReadMs, readyWaitMs, plannerWaitingReuseMs }),
+  );
   await service.ready;
   service.devices.watch();
   service.pairing?.book.watch();

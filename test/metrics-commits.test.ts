@@ -4,7 +4,11 @@ import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
 import { consumptionChunk, overSocket, tempDir, testConfig } from './support.ts';
 
-const SERIES = ['ev_ingest_commit_groups_total', 'ev_ingest_commit_group_writes_count', 'ev_ingest_commit_group_writes_sum'];
+const SERIES = [
+  'ev_ingest_commit_groups_total',
+  'ev_ingest_commit_group_writes_count',
+  'ev_ingest_commit_group_writes_sum',
+];
 
 /** Groups committed, and the count and sum of the writes-per-group histogram, once the writer is idle. */
 async function commitSeries(running: Running): Promise<number[]> {

@@ -49,7 +49,7 @@ beforeAll(async () => {
     metricsListen: { host: '127.0.0.1', port: 0 },
     planner: { url: planner.url, apiKey: 'planner-key-not-for-labels', defaultToken: PLANNER_TOKEN, tokens: new Map() },
   });
-  running = await serve(config, createMemoryLogger());
+  running = await serve({ ...config, plannerWaitingReuseMs: 0 }, createMemoryLogger());
 });
 
 afterAll(async () => {

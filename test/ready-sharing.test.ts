@@ -19,7 +19,7 @@ afterAll(() => service.close());
 const ready = async () => answer(await service.request('GET', '/v1/ready', { token: null }));
 const READY = { status: 200, body: { status: 'ready' } };
 
-test('twenty checks at once share one ping; checks within the second after reuse it; a later one pings again', async () => {
+test('twenty checks at once share one ping; checks within the second reuse it; a later one pings again', async () => {
   const began = performance.now();
   expect(await Promise.all(Array.from({ length: 20 }, ready))).toEqual(Array(20).fill(READY));
   expect(pings).toBe(1);
