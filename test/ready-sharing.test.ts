@@ -23,9 +23,11 @@ test('twenty checks at once share one ping; checks within the second reuse it; a
   const began = performance.now();
   expect(await Promise.all(Array.from({ length: 20 }, ready))).toEqual(Array(20).fill(READY));
   expect(pings).toBe(1);
+  // The ping began after `began`, so a check starting within the reuse time of `began` is within its own.
+  const at = performance.now();
   expect(await ready()).toEqual(READY);
-  expect(pings).toBe(performance.now() - began < limits.readyPingReuseMs ? 1 : 2);
-  await Bun.sleep(limits.readyPingReuseMs - (performance.now() - began) + 10);
+  if (at - began < limits.readyPingReuseMs) expect(pings).toBe(1);
+  await Bun.sleep(Math.max(0, began + limits.readyPingReuseMs + 200 - performance.now()));
   expect(await ready()).toEqual(READY);
   expect(await ready()).toEqual(READY);
   expect(pings).toBe(2);
