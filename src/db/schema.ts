@@ -2,4 +2,5 @@
 export * from '../charging/schema.ts';
 export * from '../consumption/schema.ts';
 export * from '../devices/schema.ts';
+export * from '../pairing/schema.ts';
 export * from '../telemetry/schema.ts';

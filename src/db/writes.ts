@@ -2,6 +2,7 @@
 import { chargingWrites } from '../charging/store.ts';
 import { consumptionWrites } from '../consumption/store.ts';
 import { deviceWrites } from '../devices/store.ts';
+import { knownAddressWrites } from '../pairing/known-addresses.ts';
 import { plannerWrites } from '../planner/store.ts';
 import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
@@ -12,6 +13,7 @@ export const writeOps = {
   ...consumptionWrites,
   ...chargingWrites,
   ...plannerWrites,
+  ...knownAddressWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;
