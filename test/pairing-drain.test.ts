@@ -1,7 +1,7 @@
 /**
- * The routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`) on a real socket: a body over the 4 KiB
- * cap is answered with the readable 400 after at most 1 MiB or 2 s of draining, then the connection is
- * closed, cutting off whatever is still coming; memory stays bounded.
+ * The routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form) on a real socket: a body
+ * over the 4 KiB cap is answered with the readable 400 at once; the answer ends and the connection closes
+ * after at most 1 MiB or 2 s of draining, cutting off whatever is still coming; memory stays bounded.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
@@ -33,8 +33,11 @@ interface Upload {
   ms: number;
 }
 
-/** Sends a 5 MB JSON body to `path` in `chunk`-byte pieces every `everyMs`, reading the answer meanwhile. */
-function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
+/**
+ * Sends a 5 MB body (JSON unless `type` says otherwise) to `path` in `chunk`-byte pieces every `everyMs`,
+ * reading the answer meanwhile.
+ */
+function upload(path: string, chunk: number, everyMs: number, type = 'application/json'): Promise<Upload> {
   return new Promise((resolve) => {
     const socket = connect(Number(server.url.port), '127.0.0.1');
     let answer = '';
@@ -49,7 +52,7 @@ function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
       resolve({ answer, sent, ms: performance.now() - began });
     });
     socket.write(
-      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: application/json\r\n` +
+      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: ${type}\r\n` +
         `Content-Length: ${BODY_BYTES}\r\n\r\n`,
     );
     const next = () => {
@@ -103,6 +106,15 @@ test.each(['/v1/pair/start', '/v1/pair/poll'])(
     expect(ms).toBeLessThan(1500);
   },
 );
+
+test('the approval form: a 5 MB form gets the 400 page, whole, and the connection is closed', async () => {
+  const { answer, sent } = await upload('/pair', 256 * 1024, 50, 'application/x-www-form-urlencoded');
+  const { head, body, whole } = parseAnswer(answer);
+  expect({ status: head.slice(0, 13), whole }).toEqual({ status: 'HTTP/1.1 400 ', whole: true });
+  expect(head.toLowerCase()).toContain('\r\nconnection: close\r\n');
+  expect(body).toStartWith('<!doctype html>');
+  expect(sent).toBeLessThan(3 * MIB);
+});
 
 test('a body trickling in is cut off after 2 s of draining, with the 400', async () => {
   // 16 KiB every 100 ms: 320 KiB in 2 s, far under 1 MiB.
