@@ -18,7 +18,6 @@ import {
   medianRun,
   startService,
   telemetryLoad,
-  type LoadResult,
 } from './lib.ts';
 
 const CONNECTIONS = 32;

@@ -36,7 +36,7 @@ export class Relay {
    * store or forward), or throws the 400 or 401 to answer.
    */
   async send(request: Request): Promise<void> {
-    const { auth, bodyBounds, telemetry, log, now } = this.deps;
+    const { bodyBounds, telemetry, log, now } = this.deps;
     const query = new URL(request.url).searchParams;
     const fromQuery = queryToken(query);
     // The query's token wins, checked before the body is read, as the ingest endpoints check theirs.
