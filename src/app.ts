@@ -19,6 +19,7 @@ import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { ownerDataRoutes } from './owner/routes.ts';
 import { OwnerData } from './owner/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import { PlannerStatus } from './planner/status.ts';
@@ -86,7 +87,8 @@ export function createApp({
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }));
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }))
+    .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
