@@ -65,7 +65,15 @@ export function createApp({
   const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
-  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers, now });
+  const planner = new PlannerForwarder({
+    config: config.planner,
+    db: storage.db,
+    committer: storage.committer,
+    log,
+    timers: plannerTimers,
+    now,
+    elapsed,
+  });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner, now);
   // The owner's reads: the /v1 routes and the dashboard's pages call these same services.

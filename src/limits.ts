@@ -114,6 +114,8 @@ export const limits = {
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
   sessionsPageMax: 1000,
+  /** An installation's `planner.sent` line is written at most this often while its samples go out. */
+  plannerSentLogMs: 60_000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
 } as const;
