@@ -74,7 +74,7 @@ test('retried, then sent: the failed attempt is the last failure, by status or b
   await fake.stop();
   await post(target, [{ utc: T0 + 1, soc: 50 }]); // the planner is gone: refused connections
   await target.planner.idle();
-  const { body } = (await status(target)) as { body: { givenUp: number; lastFailure: { status: number | null; error: string; attempt: number } } };
+  const { body } = (await status(target)) as { body: { givenUp: number; lastFailure: unknown } };
   expect(body.givenUp).toBe(1);
   expect(body.lastFailure).toEqual({ at: ISO_NOW, status: null, error: expect.stringMatching(/^[A-Za-z]+$/), attempt: 5 });
 });
