@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
+import { PurgeWatcher } from './deletion/service.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
@@ -81,6 +82,8 @@ export function createApp({
   const sessions = new ChargingHistory(storage.db);
   const plannerStatus = new PlannerStatus(storage.db, planner);
   const ownerData = new OwnerData({ devices, samples, consumption, sessions });
+  // What the server holds in memory of an installation that the `purge` command deletes.
+  const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
@@ -106,6 +109,7 @@ export function createApp({
   const stop = async () => {
     await planner.stop();
     devices.stop();
+    purges.stop();
     pairing?.book.stop();
   };
 
@@ -118,6 +122,7 @@ export function createApp({
     devices,
     pairing,
     planner,
+    purges,
     ready,
     stop,
     listenerHeaders,

@@ -50,6 +50,10 @@ export const limits = {
   lockoutMs: 60_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
+  /** How often the server checks whether the `purge` command deleted an installation. */
+  purgeCheckMs: 500,
+  /** Samples deleted by one write of a purge or of the retention: small, so ingest writes go on between them. */
+  deleteBatchSamples: 2000,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
   /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */

@@ -162,6 +162,22 @@ export class PlannerForwarder implements SampleForwarder {
     this.stored(installationId, { added: [], rewritten: true });
   }
 
+  /**
+   * The installation was purged by another process: its queue goes, and a sample on its way is read
+   * again before it is sent (and found gone), so none of its samples reaches the planner any more.
+   */
+  forget(installationId: string): void {
+    const installation = this.installations.get(installationId);
+    if (installation) {
+      installation.queue = [];
+      installation.reread = true;
+      installation.rewrites += 1;
+    }
+    this.quiet.delete(installationId);
+    this.backoffs.delete(installationId);
+    this.outcomes.forget(installationId);
+  }
+
   /** Start-up scan: sends what was still waiting when the server last stopped. */
   resume(): void {
     if (this.options.config.apiKey === null) return;

@@ -6,7 +6,7 @@ import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import { sampleFieldNames } from '../telemetry/fields.ts';
 import type { SampleRow } from '../telemetry/model.ts';
-import { PlannerState } from '../telemetry/schema.ts';
+import { PlannerState, PURGED_PREFIX } from '../telemetry/schema.ts';
 
 // The literal state (not a parameter) lets SQLite match the partial index `samples_planner_pending`.
 const PENDING = `planner_state = ${PlannerState.pending}`;
@@ -138,7 +138,7 @@ export function everyPlannerStatus(db: Database): { installationId: string; fact
       `SELECT uuid AS installationId, ${STATUS_COLUMNS}, planner_status.installation_id IS NOT NULL AS known,
          (SELECT count(*) FROM samples WHERE installation = installations.id AND ${PENDING}) AS waiting
        FROM installations LEFT JOIN planner_status ON planner_status.installation_id = installations.uuid
-       ORDER BY uuid`,
+       WHERE uuid NOT LIKE '${PURGED_PREFIX}%' ORDER BY uuid`,
     )
     .all();
   return rows.map(({ installationId, waiting, known, ...facts }) => ({ installationId, waiting, facts: known ? facts : null }));
