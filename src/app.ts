@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
+import { Retention } from './deletion/retention.ts';
 import { PurgeWatcher } from './deletion/service.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
@@ -84,6 +85,7 @@ export function createApp({
   const ownerData = new OwnerData({ devices, samples, consumption, sessions });
   // What the server holds in memory of an installation that the `purge` command deletes.
   const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
+  const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
@@ -107,6 +109,7 @@ export function createApp({
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
+    await retention.stop();
     await planner.stop();
     devices.stop();
     purges.stop();
@@ -123,6 +126,7 @@ export function createApp({
     pairing,
     planner,
     purges,
+    retention,
     ready,
     stop,
     listenerHeaders,

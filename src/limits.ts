@@ -54,6 +54,12 @@ export const limits = {
   purgeCheckMs: 500,
   /** Samples deleted by one write of a purge or of the retention: small, so ingest writes go on between them. */
   deleteBatchSamples: 2000,
+  /** How often samples past TELEMETRY_RETENTION_DAYS are deleted (also once at start). */
+  retentionIntervalMs: 3_600_000,
+  /** Largest TELEMETRY_RETENTION_DAYS (100 years). */
+  retentionDaysMax: 36_500,
+  /** Free pages given back to the file system by one write after deletions (4 MiB of 4 KiB pages). */
+  vacuumPagesPerWrite: 1024,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
   /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */

@@ -6,7 +6,7 @@
  */
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
-import { PURGED_PREFIX } from '../telemetry/schema.ts';
+import { PlannerState, PURGED_PREFIX } from '../telemetry/schema.ts';
 
 /** The tables keyed by `installation_id` (every feature's but the samples, which are keyed by number). */
 const INSTALLATION_TABLES = [
@@ -73,7 +73,57 @@ function lastOfBatch(db: Database, installation: number, after: number, limit: n
   return row?.utc ?? null;
 }
 
-export const deletionWrites = { purgeInstallation, deletePurgedSamples };
+/** A batch of the retention: samples with `utc` from `from` to before `before`, `limit` at most. */
+export interface ExpiredBatch {
+  from: number;
+  before: number;
+  limit: number;
+}
+
+/**
+ * Deletes a batch of samples older than the retention, oldest first, but never one still waiting for
+ * the planner; the sent and given-up ones are taken off their installation's status counts. Answers
+ * how many went and the `utc` the next batch starts from (null when none are left).
+ */
+const deleteExpiredSamples: WriteOp<ExpiredBatch, { deleted: number; next: number | null }> = (db, { from, before, limit }) => {
+  const rows = db
+    .query<{ id: number; installation: number; state: number; utc: number }, [number, number, number]>(
+      `SELECT rowid AS id, installation, planner_state AS state, utc FROM samples
+       WHERE utc >= ? AND utc < ? AND planner_state != ${PlannerState.pending} ORDER BY utc LIMIT ?`,
+    )
+    .all(from, before, limit);
+  if (rows.length === 0) return { deleted: 0, next: null };
+  uncount(db, rows);
+  const ids = rows.map((row) => row.id);
+  db.query(`DELETE FROM samples WHERE rowid IN (${ids.map(() => '?').join(',')})`).run(...ids);
+  // From the batch's last utc again: other installations' samples of that second may be left.
+  return { deleted: rows.length, next: rows.length < limit ? null : rows.at(-1)!.utc };
+};
+
+/** Takes deleted sent and given-up samples off their installations' status counts. */
+function uncount(db: Database, rows: { installation: number; state: number }[]): void {
+  const counts = new Map<number, { sent: number; givenUp: number }>();
+  for (const { installation, state } of rows) {
+    if (state !== PlannerState.sent && state !== PlannerState.givenUp) continue;
+    const count = counts.get(installation) ?? { sent: 0, givenUp: 0 };
+    if (state === PlannerState.sent) count.sent += 1;
+    else count.givenUp += 1;
+    counts.set(installation, count);
+  }
+  const update = db.query(
+    `UPDATE planner_status SET sent = max(sent - $sent, 0), given_up = max(given_up - $givenUp, 0)
+     WHERE installation_id = (SELECT uuid FROM installations WHERE id = $installation)`,
+  );
+  for (const [installation, count] of counts) update.run({ installation, ...count });
+}
+
+/** Gives up to `pages` free pages back to the file system (a database with incremental auto-vacuum); answers the free pages left. */
+const vacuumFreePages: WriteOp<{ pages: number }, number> = (db, { pages }) => {
+  db.run(`PRAGMA incremental_vacuum(${Math.floor(pages)})`);
+  return db.query<{ freelist_count: number }, []>('PRAGMA freelist_count').get()!.freelist_count;
+};
+
+export const deletionWrites = { purgeInstallation, deletePurgedSamples, deleteExpiredSamples, vacuumFreePages };
 
 /** Installations whose purge left samples to delete (a purge stopped half way): the next purge finishes them. */
 export function detachedInstallations(db: Database): number[] {
