@@ -209,8 +209,8 @@ function incrementalIfNew(db: Database): void {
 }
 
 /**
- * Puts a new file in WAL mode (a no-op on one already in it). On a new file another process may be
- * switching it too (and setting its auto-vacuum): while it holds the file's reserved lock SQLite answers SQLITE_BUSY at once, without
+ * Puts a new file in WAL mode (a no-op on one already in it), with incremental auto-vacuum. On a new file
+ * another process may be switching it too: while it holds the file's reserved lock SQLite answers SQLITE_BUSY at once, without
  * the busy timeout's wait (waiting could deadlock two lock upgrades), so the switch is tried again, each
  * try's own wait (behind an exclusive lock) cut to what is left, until the busy timeout has passed.
  */
