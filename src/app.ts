@@ -7,6 +7,7 @@ import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
+import { exportReader } from './db/open.ts';
 import type { Storage } from './db/storage.ts';
 import { Retention } from './deletion/retention.ts';
 import { PurgeWatcher } from './deletion/service.ts';
@@ -82,7 +83,7 @@ export function createApp({
   const samples = new SampleHistory(storage.db);
   const sessions = new ChargingHistory(storage.db);
   const plannerStatus = new PlannerStatus(storage.db, planner);
-  const ownerData = new OwnerData({ devices, samples, consumption, sessions });
+  const ownerData = new OwnerData({ devices, samples, consumption, sessions, samplesReader: () => exportReader(storage.db) });
   // What the server holds in memory of an installation that the `purge` command deletes.
   const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
   const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);

@@ -3,9 +3,8 @@
  * lockout never keeps the owner from revoking a stolen token. A running server sees the revocation
  * within a second (DeviceRegistry.watch).
  */
-import { existsSync } from 'node:fs';
-import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
-import { openStorage, type Storage } from '../db/storage.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
+import type { Storage } from '../db/storage.ts';
 import { listDevices } from './store.ts';
 import { deviceView, type DeviceView } from './view.ts';
 
@@ -24,18 +23,7 @@ export async function devicesCommand(
   if (!valid) {
     return usage(err, DEVICES_USAGE);
   }
-  const databasePath = commandDatabasePath();
-  if (!existsSync(databasePath)) {
-    err(`ev-ingest: no database at ${databasePath} (set DATABASE_PATH)\n`);
-    return 1;
-  }
-  // A revocation is rare and must hold: always FULL, whatever the server's DURABILITY.
-  const storage = await openStorage({ databasePath, durability: 'full' });
-  try {
-    return action === 'list' ? list(storage, out) : await revoke(storage, id!, out, err);
-  } finally {
-    await storage.close();
-  }
+  return withCommandStorage(err, (storage) => (action === 'list' ? list(storage, out) : revoke(storage, id!, out, err)));
 }
 
 function list(storage: Storage, out: Out): number {
