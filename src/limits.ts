@@ -137,7 +137,7 @@ export const limits = {
   exportBusyMs: 0.2,
   /** Page cache of an export's own read connection, in KiB. */
   exportCacheKiB: 1024,
-  exportYieldFactor: 2,
+  exportYieldFactor: 4,
   exportYieldMaxMs: 20,
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
