@@ -306,6 +306,13 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
     );
   });
 
+  test('GPX numbers are xsd:decimal (no exponent) and longitude 180 is written -180, which the schema takes', async () => {
+    await postSamples([{ utc: UTC, lat: 1e-7, lon: 180, elevation: -1e-7 }]);
+    const { text } = await exported(`/v1/telemetry/export/${INSTALLATION}?format=gpx`);
+    expect(text).toContain('<trkpt lat="0.0000001" lon="-180"><ele>-0.0000001</ele>');
+    expect(xmllint(text)).toEqual({ exitCode: 0, stderr: '' });
+  });
+
   test('an empty export is a valid document of each format', async () => {
     const csv = await exported(`/v1/telemetry/export/${INSTALLATION}`);
     expect(csv.text).toBe(`${['utc', ...sampleFieldNames].join(',')}\r\n`);

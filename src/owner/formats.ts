@@ -62,8 +62,16 @@ export function gpxPoint(row: SampleRow): string {
   const lon = row[LON];
   if (lat === null || lat === undefined || lon === null || lon === undefined) return '';
   const elevation = row[ELEVATION];
-  const ele = elevation === null || elevation === undefined ? '' : `<ele>${elevation}</ele>`;
-  return `<trkpt lat="${lat}" lon="${lon}">${ele}<time>${gpxTime(row[0] as number)}</time></trkpt>\n`;
+  const ele = elevation === null || elevation === undefined ? '' : `<ele>${decimal(elevation as number)}</ele>`;
+  // GPX takes longitudes below 180 only: 180 is the meridian of -180.
+  const east = lon === 180 ? -180 : (lon as number);
+  return `<trkpt lat="${decimal(lat as number)}" lon="${decimal(east)}">${ele}<time>${gpxTime(row[0] as number)}</time></trkpt>\n`;
+}
+
+/** A number as xsd:decimal, which has no exponent: `1e-7` is written `0.0000001`. */
+function decimal(value: number): string {
+  const text = String(value);
+  return text.includes('e') ? value.toFixed(20).replace(/\.?0+$/, '') : text;
 }
 
 /** `utc` seconds as xsd:dateTime in UTC, without the fraction. */
