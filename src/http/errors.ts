@@ -16,6 +16,8 @@ export const messages = {
   tooManyPairingRequests: 'too many pairing requests',
   tooManyWrongPasswords: 'too many wrong passwords, retry later',
   deviceNotFound: 'device not found',
+  sessionNotFound: 'charging session not found',
+  noSamples: 'no samples',
   internal: 'internal server error',
 } as const;
 
