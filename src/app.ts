@@ -13,6 +13,8 @@ import { Retention } from './deletion/retention.ts';
 import { PurgeWatcher } from './deletion/service.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
+import { readinessRoutes } from './health/routes.ts';
+import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError } from './http/on-error.ts';
@@ -22,10 +24,12 @@ import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { Metrics } from './metrics/service.ts';
 import { ownerDataRoutes } from './owner/routes.ts';
 import { OwnerData } from './owner/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import { PlannerStatus } from './planner/status.ts';
+import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { relayRoutes } from './relay/routes.ts';
@@ -52,6 +56,8 @@ export interface AppOptions {
   forwarder?: SampleForwarder;
   /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
   bodyReadMs?: number;
+  /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
+  readyWaitMs?: number;
 }
 
 export function createApp({
@@ -63,13 +69,18 @@ export function createApp({
   plannerTimers,
   forwarder,
   bodyReadMs = limits.bodyReadMs,
+  readyWaitMs = limits.readyWaitMs,
 }: AppOptions) {
+  const metrics = new Metrics();
+  // Before the first write, so that the commit histograms count every group the committer does.
+  if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
+  const chargingSessions = new ChargingSessions(storage.committer, now);
   const planner = new PlannerForwarder({
     config: config.planner,
     db: storage.db,
@@ -101,15 +112,20 @@ export function createApp({
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .get('/v1/health', () => ({ status: 'ok' }))
+    .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }))
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: chargingSessions }))
     .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })))
     .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
   }
+
+  const { committer } = storage;
+  const plannerWaiting = waitingSamplesCounter(storage.db);
+  metrics.readFrom({ telemetry, consumption, sessions: chargingSessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
@@ -129,6 +145,7 @@ export function createApp({
     devices,
     pairing,
     planner,
+    metrics,
     purges,
     retention,
     ready,

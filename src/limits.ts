@@ -39,9 +39,13 @@ export const limits = {
   deviceNameMaxChars: 64,
   /**
    * Largest body of the routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form),
-   * in bytes; an oversized one is cut off at once, never drained.
+   * in bytes; of an oversized one at most `pairingDrainBytes` more are read, within `pairingDrainMs`.
    */
   pairingBodyBytes: 4_096,
+  /** Bytes of an oversized body of those routes read and thrown away, so that the client reads the 400 (1 MiB). */
+  pairingDrainBytes: 1024 * 1024,
+  /** How long that drain may take: a body still coming after it is cut off. */
+  pairingDrainMs: 2000,
   /** How often expired pairing requests are swept (and their uncollected devices revoked). */
   pairingSweepIntervalMs: 5_000,
   /** Wrong approval passwords in a row that start a lockout. */
@@ -146,6 +150,10 @@ export const limits = {
   plannerSentLogMs: 60_000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
+  /** A write unanswered, or a writer silent, this long turns `/v1/ready` to 503 (under the healthcheck's 5 s). */
+  readyWaitMs: 3000,
+  /** How long `ev-ingest healthcheck` waits for the whole 200. */
+  healthcheckMs: 5000,
 } as const;
 
 /** The waits that end slow and silent clients' connections: `limits` in service, shorter in tests. */

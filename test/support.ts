@@ -11,6 +11,7 @@ import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { closeService, serve, type Running } from '../src/server.ts';
+import { VERSION } from '../src/version.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -64,6 +65,8 @@ export function testConfig(dir: string, overrides: Partial<Config> = {}): Config
     databasePath: join(dir, 'ev-ingest.db'),
     durability: 'full',
     logLevel: 'debug',
+    logFormat: 'text',
+    metricsListen: null,
     ingestToken: OWNER_TOKEN,
     approvalPassword: null,
     publicUrl: '',
@@ -91,7 +94,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export interface TestServiceOptions extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> {
+export interface TestServiceOptions
+  extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs' | 'readyWaitMs'> {
   dir?: string;
   /** How the WAL is synced with FULL durability (see heldSyncs). */
   syncFile?: SyncFile;
@@ -158,10 +162,15 @@ export function migratedByNewerVersion(path: string, later: number[]): void {
   db.close();
 }
 
-/** The one line that refuses a database a newer ev-ingest migrated; `unknown` counts and dates its migrations. */
-export const migratedByNewerRefusal = (path: string, unknown: string) =>
-  `DATABASE_PATH ${path} cannot be used: it was migrated by a newer ev-ingest (${unknown}); ` +
-  'run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)';
+/**
+ * The one line that refuses a database a newer ev-ingest migrated; `unknown` counts and dates its migrations,
+ * `by` is the version that recorded itself as migrating it (none by `migratedByNewerVersion`).
+ */
+export const migratedByNewerRefusal = (path: string, unknown: string, by: string | null = null) =>
+  `DATABASE_PATH ${path} cannot be used: it was migrated by ` +
+  `${by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`} ` +
+  `(${unknown}); run ${by ?? 'that newer version'} or later, ` +
+  'or restore the backup taken before the upgrade (docs/operations.md: Upgrades)';
 
 /** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
 export function immutable(path: string): () => void {

@@ -10,8 +10,8 @@ export type Caller = { kind: 'owner' } | DeviceCaller;
 const OWNER: Caller = { kind: 'owner' };
 
 /**
- * The token of an `Authorization: Bearer <token>` header, or null for anything else. The seed names the
- * scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
+ * The token of an `Authorization: Bearer <token>` header, or null for anything else. The API fixes
+ * the scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
  */
 export function bearerToken(header: string | null): string | null {
   if (header === null || !header.startsWith('Bearer ')) return null;

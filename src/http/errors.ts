@@ -1,5 +1,5 @@
 /**
- * The one place for the failures a client sees: their wording (seed-spec section 7 and the contract)
+ * The one place for the failures a client sees: their wording (docs/api.md quotes it)
  * and types; `on-error.ts` turns them into answers, every error body `{"error": "..."}`.
  */
 export const messages = {

@@ -47,6 +47,8 @@ export class PairingBook {
   private readonly byCode = new Map<string, PairingRequest>();
   private readonly byInstallation = new Map<string, PairingRequest>();
   private sweeper: Timer | null = null;
+  /** Requests started and approved since the start (the metrics read them). */
+  readonly counts = { started: 0, approved: 0 };
 
   constructor(
     private readonly devices: DeviceRegistry,
@@ -84,6 +86,7 @@ export class PairingBook {
     this.byCode.set(request.userCode, request);
     this.byInstallation.set(id, request);
     this.log.info('pairing.started', { installation: id });
+    this.counts.started += 1;
     if (replaced) await this.close(replaced, 'replaced');
     return request;
   }
@@ -145,6 +148,7 @@ export class PairingBook {
     }
     request.standing = { state: 'approved', device };
     this.log.info('pairing.approved', { installation: request.installationId, device: device.id });
+    this.counts.approved += 1;
     return 'approved';
   }
 

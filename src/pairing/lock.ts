@@ -12,6 +12,8 @@ export class ApprovalLock {
   private readonly digest: Buffer;
   private wrongInARow = 0;
   private lockedUntil = -Infinity;
+  /** Lockouts begun since the start (the metrics read it). */
+  lockouts = 0;
 
   constructor(
     password: string,
@@ -49,6 +51,7 @@ export class ApprovalLock {
     if (this.wrongInARow >= limits.lockoutAttempts) {
       this.wrongInARow = 0;
       this.lockedUntil = this.elapsed() + limits.lockoutMs;
+      this.lockouts += 1;
     }
     return 'wrong';
   }

@@ -46,7 +46,7 @@ export interface PairingDeps {
   book: PairingBook;
   lock: ApprovalLock;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
-  /** The bounds of the bodies anyone may send: small, never drained. */
+  /** The bounds of the bodies anyone may send: small, drained briefly. */
   bodyBounds: BodyBounds;
   log: Logger;
 }
@@ -95,7 +95,7 @@ function pageRoutes({ book, lock, bodyBounds, log }: Omit<PairingDeps, 'config'>
       : approvalPage(403, pairing, wrongPasswordText(lock.triesLeft()));
   };
 
-  // Checked in the contract's order: the lock, the code, the password, then the decision. The lock is
+  // Checked in the documented order: the lock, the code, the password, then the decision. The lock is
   // checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
     const locked = lockedPage(lock, request);
