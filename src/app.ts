@@ -17,12 +17,14 @@ import { readinessRoutes } from './health/routes.ts';
 import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
-import { answerError } from './http/on-error.ts';
+import { answerError, pathOf } from './http/on-error.ts';
+import { RepeatCounter } from './http/security-log.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
 import { PairingBook, revokeLeftovers } from './pairing/book.ts';
+import { KnownAddresses } from './pairing/known-addresses.ts';
 import { ApprovalLock } from './pairing/lock.ts';
-import { pageHeadersOf } from './pairing/page.tsx';
+import { NO_STORE, pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { Metrics } from './metrics/service.ts';
 import { ownerDataRoutes } from './owner/routes.ts';
@@ -78,7 +80,8 @@ export function createApp({
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
-  const auth = new Authenticator(config.ingestToken, devices);
+  const badTokens = { repeats: new RepeatCounter(elapsed), trustProxy: config.trustProxy, log };
+  const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
   const chargingSessions = new ChargingSessions(storage.committer, now);
   const planner = new PlannerForwarder({
@@ -105,12 +108,13 @@ export function createApp({
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
     book: new PairingBook(devices, log, elapsed),
-    lock: new ApprovalLock(config.approvalPassword, elapsed),
+    lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
   };
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
+    .onRequest(storeNothingOfTheApi)
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
@@ -120,7 +124,9 @@ export function createApp({
     .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
-    app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
+    app
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log }))
+      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
   }
 
   const { committer } = storage;
@@ -136,8 +142,8 @@ export function createApp({
     pairing?.book.stop();
   };
 
-  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
-  const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
+  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
+  const listenerHeaders: PathHeaders = (path) => (isApiPath(path) ? API_HEADERS : pairing ? pageHeadersOf(path) : {});
 
   return {
     app,
@@ -161,3 +167,25 @@ export function createApp({
 }
 
 export type Service = ReturnType<typeof createApp>;
+
+type HeadersOfAnswer = Record<string, string | number>;
+
+/**
+ * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
+ * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
+ */
+function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
+  if (isApiPath(pathOf(request.url))) set.headers['cache-control'] = NO_STORE;
+}
+
+const API_HEADERS = { 'Cache-Control': NO_STORE };
+
+/** The API and the planner-compatible relay. Bun resolves dot segments first (`/x/../v1/devices` is `/v1/devices`). */
+const isApiPath = (path: string) => path.startsWith('/v1/') || path.startsWith('/abrp/');
+
+/** The addresses where the approval password was given right lately, read from the database. */
+function knownAddresses(storage: Storage, log: Logger, now: () => number): KnownAddresses {
+  const known = new KnownAddresses(storage.committer, log, now);
+  known.load(storage.db);
+  return known;
+}

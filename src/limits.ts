@@ -1,4 +1,4 @@
-/** Every limit of the service, named once (seed-spec section 8 and the contract). */
+/** Every limit of the service, named once. */
 export const limits = {
   /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
   bodyBytes: 524_288,
@@ -50,8 +50,20 @@ export const limits = {
   pairingSweepIntervalMs: 5_000,
   /** Wrong approval passwords in a row that start a lockout. */
   lockoutAttempts: 5,
-  /** Length of an approval lockout. */
+  /** Length of an approval lockout, of one address or of all (the backstop). */
   lockoutMs: 60_000,
+  /** Wrong approval passwords from all addresses together within `lockoutMs` that lock every address (the backstop). */
+  backstopAttempts: 50,
+  /** How long an address where the right password was given stays spared by the backstop (30 days). */
+  knownAddressMs: 30 * 24 * 3_600_000,
+  /** A known address's time of its last right password is saved again at most this often. */
+  knownAddressRefreshMs: 3_600_000,
+  /** Client addresses whose wrong passwords or bad tokens are counted at once; the least recent are forgotten. */
+  addressesTracked: 10_000,
+  /** Open pairing requests from one client address at most. */
+  pairingOpenPerAddress: 10,
+  /** A security event repeated by one address (a bad token) or by all (a full book) is logged this often at most. */
+  securityLogIntervalMs: 60_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
   /** How often the server checks whether the `purge` command deleted an installation. */

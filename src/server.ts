@@ -3,8 +3,10 @@ import type { Server } from 'bun';
 import { statSync } from 'node:fs';
 import { createApp, type AppOptions, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
+import { warnAboutExposure } from './exposure.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
+import { recordPeer } from './http/client-address.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
@@ -111,6 +113,7 @@ function logStarted(
     log.warn('bench.group_writes', { maxGroupWrites: config.maxGroupWrites, hint: 'a benchmark switch: unset EV_INGEST_BENCH_GROUP_WRITES' });
   }
   warnIfLinked(storage, log);
+  warnAboutExposure(config, log);
   if (service.pairing && config.publicUrl === '') {
     log.warn('pairing.public_url_unset', {
       hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',
@@ -253,7 +256,7 @@ export function listen(
           // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
           request = new Request(new URL(request.url, server.url).href, request);
         }
-        const response = handle(request);
+        const response = handle(recordPeer(request, server.requestIP(request)?.address));
         return response instanceof Promise ? response.then(logged, failed) : logged(response);
       } catch (error) {
         return failed(error);

@@ -122,7 +122,8 @@ describe('a day of traffic', () => {
   test('pairing and the lockout', () => {
     expect(moved('ev_ingest_pairing_started_total')).toBe(1);
     expect(moved('ev_ingest_pairing_approved_total')).toBe(1);
-    expect(moved('ev_ingest_lockouts_total{scope="all"}')).toBe(1);
+    expect(moved('ev_ingest_lockouts_total{scope="address"}')).toBe(1);
+    expect(moved('ev_ingest_lockouts_total{scope="backstop"}')).toBe(0);
   });
 
   test('requests by route pattern, method and status, with their durations', () => {

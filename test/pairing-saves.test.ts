@@ -154,6 +154,7 @@ describe('an approval still being saved', () => {
       pair: (installationId: string, _name: string | null) =>
         new Promise<PairedDevice>((resolve) => (commit = () => resolve({ id: 'device-1', installationId, token: 't'.repeat(43) }))),
       revoke: async (id: string) => (revoked.push(id), null),
+      activeCount: () => 0,
     } satisfies Partial<DeviceRegistry>;
     return { registry: registry as unknown as DeviceRegistry, commit: () => commit(), revoked };
   }

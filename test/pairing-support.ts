@@ -74,7 +74,7 @@ export async function expectPage(response: Response, status: number) {
     'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'cache-control': 'no-store',
   });
   return html;

@@ -8,6 +8,7 @@ import type { DayValues } from '../src/consumption/totals.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
+import { recordPeer } from '../src/http/client-address.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { closeService, serve, type Running } from '../src/server.ts';
@@ -92,6 +93,8 @@ export interface RequestOptions {
   body?: unknown;
   token?: string | null;
   headers?: Record<string, string>;
+  /** The client's socket address, as the listener records it (none: a request built in-process). */
+  address?: string;
 }
 
 export interface TestServiceOptions
@@ -227,7 +230,7 @@ export function buildRequest(method: string, path: string, options: RequestOptio
     body = typeof options.body === 'string' || options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  return new Request(`${origin}${path}`, { method, headers, body });
+  return recordPeer(new Request(`${origin}${path}`, { method, headers, body }), options.address);
 }
 
 /** Sends requests to a listening server through its socket, as `TestService.request` sends them to the app. */

@@ -213,6 +213,18 @@ describe('dropping values', () => {
     expect(lines[0]).not.toContain('41.0123');
   });
 
+  test('an unknown field is counted in the log, never named: its key may be a secret', async () => {
+    const key = 'sk-live-0123456789abcdef';
+    const { body, installationId } = await postSamples([{ utc: UTC, soc: 1, [key]: 1, [`${key}-2`]: 2, speed: 'fast' }]);
+    expect(body).toMatchObject({ stored: 1, droppedCount: 3 });
+    const lines = service.log.lines.filter((line) => line.includes('telemetry.dropped') && line.includes(installationId));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('count=3');
+    expect(lines[0]).toContain('unknownFields=2');
+    expect(lines[0]).toContain('samples[0].speed');
+    expect(service.log.lines.join('\n')).not.toContain(key);
+  });
+
   test('nothing is logged when nothing was dropped', async () => {
     const { installationId } = await postSamples([{ utc: UTC, soc: 1 }]);
     expect(service.log.lines.filter((line) => line.includes(installationId))).toEqual([]);

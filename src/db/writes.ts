@@ -3,6 +3,7 @@ import { chargingWrites } from '../charging/store.ts';
 import { consumptionWrites } from '../consumption/store.ts';
 import { deletionWrites } from '../deletion/store.ts';
 import { deviceWrites } from '../devices/store.ts';
+import { knownAddressWrites } from '../pairing/known-addresses.ts';
 import { plannerWrites } from '../planner/store.ts';
 import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
@@ -14,6 +15,7 @@ export const writeOps = {
   ...chargingWrites,
   ...plannerWrites,
   ...deletionWrites,
+  ...knownAddressWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;

@@ -25,7 +25,7 @@ export interface BodyBounds {
   drainMs?: number;
 }
 
-/** Ingest endpoints: the seed's cap, and a drain so that a car still uploading reads the 400. */
+/** Ingest endpoints: the 512 KiB cap, and a drain so that a car still uploading reads the 400. */
 export const ingestBodyBounds: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
 
 /**
@@ -166,7 +166,7 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body as a JSON object; anything else is a 400 with the contract's wording. */
+/** The body as a JSON object; anything else is a 400 with the documented wording. */
 export async function readJsonObject(request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> {
   const bytes = await readBody(request, bounds);
   let value: unknown;

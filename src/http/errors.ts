@@ -8,6 +8,7 @@ export const messages = {
   bodyUnreadable: 'body could not be read',
   bodyTooLarge: 'body is too large',
   bodyNotJson: 'body is not valid JSON',
+  bodyNotUtf8: 'body is not valid UTF-8',
   bodyNotObject: 'body must be a JSON object',
   formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
   otherInstallation:

@@ -28,7 +28,7 @@ interface AuthenticatedBody extends Authenticated {
  */
 function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: Authenticated) => R) {
   return async ({ request, params }: RouteContext) => {
-    const caller = auth.authenticate(request.headers.get('authorization'));
+    const caller = auth.authenticate(request.headers.get('authorization'), request);
     await readBody(request, bounds);
     return handle({ caller, params, request });
   };
@@ -37,7 +37,7 @@ function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (inpu
 /** A handler that runs for a valid bearer token and a JSON object body within `bounds`. */
 function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: AuthenticatedBody) => R) {
   return async ({ request, params }: RouteContext) => {
-    const caller = auth.authenticate(request.headers.get('authorization'));
+    const caller = auth.authenticate(request.headers.get('authorization'), request);
     const body = await readJsonObject(request, bounds);
     return handle({ caller, body, params, request });
   };

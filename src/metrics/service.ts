@@ -25,7 +25,7 @@ export interface MetricsSources {
   planner: { stats: { sent: number }; failures: { retried: Counts; givenUp: Counts } };
   plannerWaiting: () => number;
   /** Null without APPROVAL_PASSWORD: no pairing, no lockout. */
-  pairing: { book: { counts: { started: number; approved: number } }; lock: { lockouts: number } } | null;
+  pairing: { book: { counts: { started: number; approved: number } }; lock: { lockouts: { address: number; backstop: number } } } | null;
 }
 
 export class Metrics implements CommitObserver {
@@ -95,7 +95,7 @@ export class Metrics implements CommitObserver {
       counter(
         'ev_ingest_lockouts_total',
         'Approval lockouts begun.',
-        () => new Map([['all', pairing?.lock.lockouts ?? 0]]),
+        () => new Map(Object.entries(pairing?.lock.lockouts ?? { address: 0, backstop: 0 })),
         'scope',
       ),
       new Reading('ev_ingest_build_info', 'The running version.', 'gauge', () => new Map([[VERSION, 1]]), 'version'),

@@ -102,13 +102,24 @@ export type DropReason =
 function dropReason(note: string): DropReason {
   if (/^samples\[\d+\]: utc /.test(note)) return 'utc';
   if (note.endsWith(': not an object')) return 'not_an_object';
-  if (note.endsWith(': unknown field')) return 'unknown_field';
-  if (note.endsWith(': no usable values')) return 'no_usable_values';
+  if (isUnknownFieldNote(note)) return 'unknown_field';
+  if (note.endsWith(NO_USABLE_VALUES)) return 'no_usable_values';
   if (note.endsWith(': a later sample has the same utc')) return 'duplicate_utc';
   if (/ is out of range \S+$/.test(note)) return 'out_of_range';
   if (/: unusable without \w+$/.test(note)) return 'unpaired';
   return 'invalid_value';
 }
+
+/** How a note about an unknown field ends: the note names the key, which may hold anything the client sent. */
+const UNKNOWN_FIELD = ': unknown field';
+
+export const isUnknownFieldNote = (note: string) => note.endsWith(UNKNOWN_FIELD);
+
+/** How the note of a sample with a usable `utc` and nothing else usable ends. */
+const NO_USABLE_VALUES = ': no usable values';
+
+/** A sample holding a usable `utc` and no other value, none refused either (null values aside). */
+export const onlyUtc = ({ droppedCount, dropped }: Batch) => droppedCount === 1 && dropped[0]!.endsWith(NO_USABLE_VALUES);
 
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
 function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
@@ -130,7 +141,7 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     if (key === 'utc' || value === null) continue;
     const known = fieldsByName.get(key);
     if (known === undefined) {
-      notes.push(`${path}${keyPath(key)}: unknown field`);
+      notes.push(`${path}${keyPath(key)}${UNKNOWN_FIELD}`);
       continue;
     }
     const { column, field } = known;
@@ -144,7 +155,7 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     }
   }
   if (usable === 0) {
-    notes.push(`${path}: no usable values`);
+    notes.push(`${path}${NO_USABLE_VALUES}`);
     return null;
   }
   return row;
