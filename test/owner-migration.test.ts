@@ -9,7 +9,9 @@ import { INSTALLATION, OTHER_INSTALLATION, tempDir } from './support.ts';
 
 const MIGRATIONS = embeddedMigrations();
 /** The owner data's migration, found by what it makes: the lead may renumber it when merging branches. */
-const BEFORE = MIGRATIONS.findIndex((migration) => migration.sql.some((part) => part.includes('CREATE TABLE `planner_status`')));
+const BEFORE = MIGRATIONS.findIndex((migration) =>
+  migration.sql.some((part) => part.includes('CREATE TABLE `planner_status`')),
+);
 
 test('installations get their newest utc, planner_status the sent and given-up counts and the newest sent utc', () => {
   const db = openDatabase(join(tempDir(), 'ev-ingest.db'), 'fast');

@@ -18,7 +18,7 @@ async function postSamples(installationId: string, samples: Record<string, unkno
   expect(response.status).toBe(200);
 }
 
-const session = (sessionId: string, startedAt: number, installationId = INSTALLATION) => ({
+const session = (startedAt: number, installationId = INSTALLATION) => ({
   installationId,
   startedAt,
   endedAt: startedAt + 1_800_000,
@@ -30,7 +30,7 @@ const session = (sessionId: string, startedAt: number, installationId = INSTALLA
 
 async function putSession(sessionId: string, startedAt: number, installationId = INSTALLATION) {
   const response = await service.request('PUT', `/v1/charging-sessions/${sessionId}`, {
-    body: session(sessionId, startedAt, installationId),
+    body: session(startedAt, installationId),
   });
   expect(response.status).toBe(204);
 }
