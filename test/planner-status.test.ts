@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Config } from '../src/config.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
+import { NOTHING_FORWARDED } from './owner-support.ts';
 import {
   answer,
   INSTALLATION,
@@ -60,15 +61,7 @@ const status = async (target: TestService, installationId = INSTALLATION) =>
   answer(await target.request('GET', `/v1/planner/status/${installationId}`));
 
 const ISO_NOW = new Date(NOW).toISOString();
-const NEVER = {
-  waiting: 0,
-  sent: 0,
-  givenUp: 0,
-  lastSentAt: null,
-  lastSentUtc: null,
-  lastFailure: null,
-  nextAttemptAt: null,
-};
+const NEVER = NOTHING_FORWARDED;
 
 test('sent: counted with the newest utc and when it was accepted', async () => {
   const fake = planner();
