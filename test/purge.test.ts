@@ -30,20 +30,19 @@ afterEach(async () => {
 const runPurge = (databasePath: string, args: string[], input = '') =>
   runCommand(databasePath, ['purge', ...args], { input });
 
-/** Rows of each table naming the installation (samples by its number). */
+/** Rows of each table naming the installation (samples by its number), and installation rows left detached by a purge. */
 function rowsOf(databasePath: string, installationId: string): Record<string, number> {
   const db = new Database(databasePath, { readonly: true });
   try {
     const count = (sql: string) => db.query<{ n: number }, [string]>(sql).get(installationId)!.n;
-    const tables = [
-      'devices',
-      'consumption_chunks',
-      'consumption_days',
-      'consumption_lifetimes',
-      'charging_sessions',
-      'planner_status',
-      'purges',
-    ];
+    // Every table with an installation_id column, found in the schema: a table added later is checked too.
+    const tables = db
+      .query<{ name: string }, []>(
+        `SELECT m.name FROM sqlite_master AS m WHERE m.type = 'table'
+         AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) AS c WHERE c.name = 'installation_id') ORDER BY m.name`,
+      )
+      .all()
+      .map((row) => row.name);
     return {
       samples: count(
         'SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?',
