@@ -148,12 +148,13 @@ export const limits = {
   exportPageRows: 128,
   /**
    * An export's turn of the event loop that other work took longer than this (ms) is followed by a wait
-   * of `exportYieldFactor` times that work (at most `exportYieldMaxMs`) before its next page.
+   * of `exportYieldFactor` times that work or the export's last page, the longer (at most
+   * `exportYieldMaxMs`), before its next page.
    */
-  exportBusyMs: 0.2,
+  exportBusyMs: 0.1,
   /** Page cache of an export's own read connection, in KiB. */
   exportCacheKiB: 1024,
-  exportYieldFactor: 8,
+  exportYieldFactor: 6,
   exportYieldMaxMs: 50,
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
