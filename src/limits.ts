@@ -72,9 +72,9 @@ export const limits = {
   deleteBatchSamples: 1000,
   /**
    * After each such write, a pause of this many times its length (at most `deletionPauseMaxMs`): deletions
-   * take a third of the writer's time at most.
+   * take a fifth of the writer's time at most.
    */
-  deletionPauseFactor: 2,
+  deletionPauseFactor: 4,
   deletionPauseMaxMs: 200,
   /** How often samples past TELEMETRY_RETENTION_DAYS are deleted (also once at start). */
   retentionIntervalMs: 3_600_000,
