@@ -1,6 +1,7 @@
 /** Every write operation the writer knows; each feature's store contributes its own. */
 import { chargingWrites } from '../charging/store.ts';
 import { consumptionWrites } from '../consumption/store.ts';
+import { deletionWrites } from '../deletion/store.ts';
 import { deviceWrites } from '../devices/store.ts';
 import { knownAddressWrites } from '../pairing/known-addresses.ts';
 import { plannerWrites } from '../planner/store.ts';
@@ -13,6 +14,7 @@ export const writeOps = {
   ...consumptionWrites,
   ...chargingWrites,
   ...plannerWrites,
+  ...deletionWrites,
   ...knownAddressWrites,
 } satisfies Record<string, WriteOp>;
 
