@@ -48,6 +48,10 @@ export const limits = {
   lockoutAttempts: 5,
   /** Length of an approval lockout. */
   lockoutMs: 60_000,
+  /** A dashboard session ends this long after its last use (sliding). */
+  dashboardSessionMs: 30 * 86_400_000,
+  /** A used session's expiry is moved forward at most this often: a write an hour, not one a page. */
+  dashboardSessionExtendMs: 3_600_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
   /** A device's lastSeenAt is written at most this often. */

@@ -1,6 +1,7 @@
 /** Every write operation the writer knows; each feature's store contributes its own. */
 import { chargingWrites } from '../charging/store.ts';
 import { consumptionWrites } from '../consumption/store.ts';
+import { dashboardWrites } from '../dashboard/store.ts';
 import { deviceWrites } from '../devices/store.ts';
 import { plannerWrites } from '../planner/store.ts';
 import { telemetryWrites } from '../telemetry/store.ts';
@@ -12,6 +13,7 @@ export const writeOps = {
   ...consumptionWrites,
   ...chargingWrites,
   ...plannerWrites,
+  ...dashboardWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;

@@ -9,7 +9,7 @@ export function approvalUrl(config: Pick<Config, 'publicUrl' | 'trustProxy'>, re
 }
 
 /** Scheme and `Host` of a request; behind a trusted proxy the first forwarded values win. */
-function requestOrigin(request: Request, trustProxy: boolean): string {
+export function requestOrigin(request: Request, trustProxy: boolean): string {
   const url = new URL(request.url);
   let scheme = url.protocol.slice(0, -1);
   let host = request.headers.get('host') ?? url.host;
