@@ -32,14 +32,19 @@ export const NO_STORE = 'no-store';
 /** The approval page's path. */
 export const PAIR_PATH = '/pair';
 
-/** Headers of every `/pair` answer: no script, no framing, nothing cached, no referrer leaking the code. */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-  'X-Frame-Options': 'DENY',
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'Cache-Control': NO_STORE,
-};
+/** Headers of every page (`styleSrc`: the CSP source of its style): no script, no framing, nothing cached, no referrer. */
+export function pageHeaders(styleSrc: string): Readonly<Record<string, string>> {
+  return {
+    'Content-Security-Policy': `default-src 'none'; style-src ${styleSrc}; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'X-Frame-Options': 'DENY',
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'Cache-Control': NO_STORE,
+  };
+}
+
+/** Headers of every `/pair` answer; the referrer would leak the code. */
+export const PAGE_HEADERS = pageHeaders(`'sha256-${styleHash}'`);
 
 /**
  * `PAGE_HEADERS` for a raw request path that names the page (`/pair`, `/pair/`, and spellings such as
