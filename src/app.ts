@@ -1,5 +1,6 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
+import { ChargingHistory } from './charging/history.ts';
 import { chargingRoutes } from './charging/routes.ts';
 import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
@@ -18,9 +19,12 @@ import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { OwnerData } from './owner/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import { PlannerStatus } from './planner/status.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
+import { SampleHistory } from './telemetry/history.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 import { Telemetry } from './telemetry/samples.ts';
 
@@ -60,9 +64,14 @@ export function createApp({
   const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
-  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
+  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers, now });
   planner.resume();
-  const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
+  const telemetry = new Telemetry(storage.committer, forwarder ?? planner, now);
+  // The owner's reads: the /v1 routes and the dashboard's pages call these same services.
+  const samples = new SampleHistory(storage.db);
+  const sessions = new ChargingHistory(storage.db);
+  const plannerStatus = new PlannerStatus(storage.db, planner);
+  const ownerData = new OwnerData({ devices, samples, consumption, sessions });
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
@@ -77,7 +86,7 @@ export function createApp({
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer) }));
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
@@ -93,7 +102,22 @@ export function createApp({
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
   const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
 
-  return { app, auth, devices, pairing, planner, ready, stop, listenerHeaders };
+  return {
+    app,
+    auth,
+    devices,
+    pairing,
+    planner,
+    ready,
+    stop,
+    listenerHeaders,
+    /** The owner's reads (see owner/service.ts): installations, samples, consumption, sessions, planner status, exports. */
+    ownerData,
+    samples,
+    consumption,
+    sessions,
+    plannerStatus,
+  };
 }
 
 export type Service = ReturnType<typeof createApp>;

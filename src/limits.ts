@@ -113,6 +113,11 @@ export const limits = {
   plannerMarkRetryMs: 1000,
   /** Of the failed writes of outcomes in a row (one per `plannerMarkRetryMs`), the first and then every this many are logged: once a minute. */
   plannerMarkFailuresLogged: 60,
+  /** Rows read by one statement of an export or a history read: what an export holds in memory at once. */
+  exportPageRows: 1000,
+  /** Charging sessions in one page of the list, by default and at most. */
+  sessionsPageDefault: 100,
+  sessionsPageMax: 1000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
 } as const;

@@ -9,8 +9,11 @@ const columns = Object.entries(getTableColumns(chargingSessions));
 const PUT_SESSION = `INSERT OR REPLACE INTO charging_sessions (${columns.map(([, column]) => column.name).join(', ')})
   VALUES (${columns.map(([key]) => `$${key}`).join(', ')})`;
 
+/** A session as written: with the time the server received it (Unix ms). */
+export type ReceivedSession = ChargingSession & { receivedAt: number };
+
 /** Inserts the session, or replaces every field of the one stored under the same id. */
-const putChargingSession: WriteOp<ChargingSession, void> = (db, session) => {
+const putChargingSession: WriteOp<ReceivedSession, void> = (db, session) => {
   db.query(PUT_SESSION).run({
     ...session,
     isDemo: session.isDemo === null ? null : Number(session.isDemo),
@@ -22,9 +25,12 @@ export const chargingWrites = { putChargingSession };
 
 /** The feature's side of the writer: sessions stored once their write commits. */
 export class ChargingSessions {
-  constructor(private readonly committer: Committer) {}
+  constructor(
+    private readonly committer: Committer,
+    private readonly now: () => number,
+  ) {}
 
   put(session: ChargingSession): Promise<void> {
-    return this.committer.write('putChargingSession', session);
+    return this.committer.write('putChargingSession', { ...session, receivedAt: this.now() });
   }
 }

@@ -4,3 +4,5 @@ export * from '../consumption/schema.ts';
 export * from '../dashboard/table.ts';
 export * from '../devices/schema.ts';
 export * from '../telemetry/schema.ts';
+export * from '../planner/table.ts';
+export * from '../deletion/table.ts';

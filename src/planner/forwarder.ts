@@ -23,7 +23,7 @@ import { PlannerState } from '../telemetry/schema.ts';
 import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 import { OutcomeLedger } from './outcomes.ts';
-import { installationsWithPending, pendingSamplesReader, waitingSampleReader } from './store.ts';
+import { installationsWithPending, pendingSamplesReader, waitingSampleReader, type PlannerFailure } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
@@ -54,6 +54,8 @@ export interface ForwarderOptions {
   committer: Committer;
   log: Logger;
   timers?: PlannerTimers;
+  /** The wall clock (Unix ms) of the status's times. */
+  now?: () => number;
 }
 
 interface Installation {
@@ -72,6 +74,8 @@ interface Installation {
    * that is down is probed less and less until it answers.
    */
   backoffMs: number;
+  /** When the attempt waiting out a backoff is due (Unix ms); null while none waits. */
+  nextAttemptAt: number | null;
 }
 
 /** A sample on its way to the planner. */
@@ -118,8 +122,10 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly readPendingPage;
   private readonly readPendingSample;
   private readonly timers: PlannerTimers;
+  private readonly now: () => number;
 
   constructor(private readonly options: ForwarderOptions) {
+    this.now = options.now ?? Date.now;
     this.readPendingPage = pendingSamplesReader(options.db);
     this.readPendingSample = waitingSampleReader(options.db);
     this.timers = options.timers ?? realTimers;
@@ -156,6 +162,16 @@ export class PlannerForwarder implements SampleForwarder {
     const waiting = installationsWithPending(this.options.db).filter((id) => this.forwards(id));
     for (const id of waiting) this.recheck(id);
     if (waiting.length > 0) this.options.log.info('planner.resumed', { installations: waiting.length });
+  }
+
+  /** When the installation's next attempt is due while it waits out a backoff (Unix ms), else null. */
+  nextAttemptAt(installationId: string): number | null {
+    return this.installations.get(installationId)?.nextAttemptAt ?? null;
+  }
+
+  /** The installation's last failed attempt while it is not written yet (it goes with the next outcomes). */
+  unwrittenFailure(installationId: string): PlannerFailure | undefined {
+    return this.outcomes.unwrittenFailure(installationId);
   }
 
   /** For the start-up line: `off`, `all installations` or `N installations`; never a key or a token. */
@@ -206,7 +222,16 @@ export class PlannerForwarder implements SampleForwarder {
   }
 
   private startLoop(id: string, token: string): Installation {
-    const installation: Installation = { id, token, queue: [], reread: true, rewrites: 0, more: false, backoffMs: this.backoffs.get(id) ?? 0 };
+    const installation: Installation = {
+      id,
+      token,
+      queue: [],
+      reread: true,
+      rewrites: 0,
+      more: false,
+      backoffMs: this.backoffs.get(id) ?? 0,
+      nextAttemptAt: null,
+    };
     this.backoffs.delete(id);
     this.installations.set(id, installation);
     const loop = this.drain(installation)
@@ -270,7 +295,10 @@ export class PlannerForwarder implements SampleForwarder {
     const outgoing: Outgoing = { utc: sample[0] as number, body: this.bodyOf(installation, sample), rewritesSeen: installation.rewrites };
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) {
-        await this.pause(this.jittered(installation.backoffMs));
+        const ms = this.jittered(installation.backoffMs);
+        installation.nextAttemptAt = this.now() + ms;
+        await this.pause(ms);
+        installation.nextAttemptAt = null;
         // The outbox may have changed during the wait: read the sample again once a slot is held.
         outgoing.rewritesSeen = null;
       }
@@ -282,13 +310,15 @@ export class PlannerForwarder implements SampleForwarder {
           return false;
         case 'accepted':
           installation.backoffMs = 0;
-          await this.outcomes.record(installation.id, sample[0] as number, PlannerState.sent);
+          await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.sent, at: this.now() });
           this.stats.sent += 1;
           return true;
         case 'rejected':
           installation.backoffMs = 0;
+          this.recordFailure(installation.id, delivery.reason, attempt);
           return this.giveUp(installation, sample, delivery.reason, attempt);
         case 'retry':
+          this.recordFailure(installation.id, delivery.reason, attempt);
           installation.backoffMs = Math.min(
             installation.backoffMs * 2 || limits.plannerBackoffFirstMs,
             limits.plannerBackoffMaxMs,
@@ -374,9 +404,20 @@ export class PlannerForwarder implements SampleForwarder {
 
   private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
-    await this.outcomes.record(installation.id, sample[0] as number, PlannerState.givenUp);
+    await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.givenUp, at: this.now() });
     this.stats.givenUp += 1;
     return true;
+  }
+
+  /** Keeps the failed attempt as the installation's last failure, written with the next outcomes. */
+  private recordFailure(installationId: string, reason: FailureReason, attempt: number): void {
+    this.outcomes.failed({
+      installationId,
+      at: this.now(),
+      status: 'status' in reason ? reason.status : null,
+      error: 'error' in reason ? reason.error : null,
+      attempt,
+    });
   }
 
   /** Equal jitter: between half and all of the delay, so installations retrying together spread out. */

@@ -8,13 +8,14 @@ export class Telemetry {
   constructor(
     private readonly committer: Committer,
     private readonly forwarder: SampleForwarder,
+    private readonly now: () => number,
   ) {}
 
   /** Stores the usable samples as one write; the forwarder learns of the samples this write made waiting, and whether it rewrote waiting ones. */
   async store({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
     if (rows.length === 0) return;
     const forward = this.forwarder.forwards(installationId);
-    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows));
+    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows, this.now()));
     if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
   }
 }

@@ -20,6 +20,9 @@ export const installations = sqliteTable('installations', {
   id: integer('id').primaryKey(),
   /** The installation id, lower-cased. */
   uuid: text('uuid').notNull().unique(),
+  /** The newest `utc` stored (never lowered by deletions), and when the batch holding it was received (Unix ms). */
+  latestUtc: integer('latest_utc'),
+  latestReceivedAt: integer('latest_received_at'),
 });
 
 /**
