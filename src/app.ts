@@ -6,6 +6,10 @@ import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
+import { isDashboardPath } from './dashboard/paths.ts';
+import { ownerPages } from './dashboard/pages.tsx';
+import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
+import { DashboardSessions } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
 import { DeviceRegistry } from './devices/registry.ts';
@@ -90,6 +94,9 @@ export function createApp({
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
+    const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
+    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
+    app.use(dashboardRoutes({ sessions: dashboardSessions, config, bodyBounds: pairingBounds, log, pages: ownerPages(reads, log, now) }));
   }
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
@@ -100,7 +107,7 @@ export function createApp({
   };
 
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
-  const listenerHeaders: PathHeaders | undefined = pairing ? pageHeadersOf : undefined;
+  const listenerHeaders: PathHeaders | undefined = pairing ? (path) => (isDashboardPath(path) ? DASHBOARD_HEADERS : pageHeadersOf(path)) : undefined;
 
   return {
     app,

@@ -3,15 +3,8 @@
  * 30, 90 or 365 calendar days (days without a record count as zero), the lifetime sums, and the state
  * of health by month.
  */
+import type { ConsumptionDay } from '../consumption/history.ts';
 import type { DayValues } from '../consumption/totals.ts';
-
-/** One stored day as the consumption service yields it. */
-export interface DayRecord {
-  date: string;
-  day: DayValues;
-  sohPercent: number | null;
-  lifetime: DayValues;
-}
 
 export const PERIODS = [30, 90, 365] as const;
 export type Period = (typeof PERIODS)[number];
@@ -42,7 +35,7 @@ const DAY_MS = 86_400_000;
 /** `YYYY-MM-DD` of the UTC day `ms` falls in. */
 export const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-export function consumptionView(records: Iterable<DayRecord>, today: string, period: Period): ConsumptionView {
+export function consumptionView(records: Iterable<ConsumptionDay>, today: string, period: Period): ConsumptionView {
   const todayMs = Date.parse(today);
   const first = dateOf(todayMs - (period - 1) * DAY_MS);
   const inPeriod = new Map<string, DayValues>();

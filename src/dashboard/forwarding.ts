@@ -1,16 +1,5 @@
 /** Forwarding to the planner as the dashboard tells it: one word first (never colour alone), then the facts. */
-
-/** The planner forwarding's state of one installation, as the planner service reports it. */
-export interface ForwardingStatus {
-  forwarding: boolean;
-  waiting: number;
-  sent: number;
-  givenUp: number;
-  lastSentAt: string | null;
-  lastSentUtc: number | null;
-  lastFailure: { at: string; status: number | null; error: string | null; attempt: number } | null;
-  nextAttemptAt: string | null;
-}
+import type { ForwardingStatus } from '../planner/status.ts';
 
 export type Tone = 'ok' | 'bad' | 'muted';
 

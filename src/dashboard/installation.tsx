@@ -4,6 +4,8 @@
  * sums, state of health by month, the latest sample, forwarding, devices with revoke buttons, exports.
  */
 import type { Device } from '../devices/store.ts';
+import type { ForwardingStatus } from '../planner/status.ts';
+import type { LatestSample } from '../telemetry/history.ts';
 import { sampleFieldNames, sampleFields, type SampleFieldName } from '../telemetry/fields.ts';
 import { BarChart, formatNumber, LineChart } from './charts.tsx';
 import {
@@ -16,13 +18,10 @@ import {
   type Period,
 } from './consumption-view.ts';
 import { ageText, per100Km, quantityText, utcText } from './format.ts';
-import { failureText, healthOf, type ForwardingStatus } from './forwarding.ts';
+import { failureText, healthOf } from './forwarding.ts';
 import { HealthText, installationTitle } from './installations.tsx';
 import { FormToken, Layout } from './layout.tsx';
 import { exportPath, installationPath, revokePath, sessionsPath } from './paths.ts';
-
-/** The newest sample: when, and every stored field by name. */
-export type LatestSample = { utc: number; receivedAt: string | null } & Partial<Record<SampleFieldName, number | string>>;
 
 export interface InstallationView {
   installationId: string;
@@ -70,7 +69,7 @@ function PeriodLinks({ installationId, period }: { installationId: string; perio
   return (
     <nav class="periods" aria-label="Period">
       {PERIODS.map((days) => (
-        <a href={`${installationPath(installationId)}?days=${days}`} aria-current={days === period ? 'page' : undefined}>{`${days} days`}</a>
+        <a href={`${installationPath(installationId)}?days=${days}`} aria-current={days === period ? 'page' : undefined} safe>{`${days} days`}</a>
       ))}
     </nav>
   );
@@ -106,14 +105,14 @@ function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'we
     <div class="scroll long">
       <table>
         <caption safe>{`Per ${grouping}, newest first`}</caption>
-        <thead><tr><th scope="col" safe>{heading}</th><th scope="col" class="n">km</th><th scope="col" class="n">kWh</th><th scope="col" class="n">kWh/100 km</th></tr></thead>
+        <thead><tr><th scope="col">{heading}</th><th scope="col" class="n">km</th><th scope="col" class="n">kWh</th><th scope="col" class="n">kWh/100 km</th></tr></thead>
         <tbody>
           {rows.map((row) => (
             <tr>
               <th scope="row" safe>{row.label}</th>
               <td class="n" safe>{formatNumber(row.km)}</td>
               <td class="n" safe>{formatNumber(row.kwh)}</td>
-              <td class="n" safe>{row.km > 0 ? formatNumber(per100Km(row.kwh, row.km)!) : '–'}</td>
+              <td class="n">{row.km > 0 ? formatNumber(per100Km(row.kwh, row.km)!) : '–'}</td>
             </tr>
           ))}
         </tbody>
@@ -198,7 +197,7 @@ function Latest({ latest, now }: { latest: LatestSample | null; now: number }) {
         <dl>
           <dt>Time</dt><dd safe>{`${utcText(latest.utc * 1000)} (${ageText(latest.utc * 1000, now)})`}</dd>
           {sampleFieldNames.filter((name) => latest[name] !== undefined).map((name) => (
-            <><dt safe>{name}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
+            <><dt>{name}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
           ))}
         </dl>
       )}
@@ -255,7 +254,7 @@ function Exports({ installationId }: { installationId: string }) {
     <section aria-labelledby="exports">
       <h2 id="exports">Export</h2>
       <ul class="links">
-        {EXPORTS.map(([kind, format, text]) => <li><a href={exportPath(installationId, kind, format)} safe>{text}</a></li>)}
+        {EXPORTS.map(([kind, format, text]) => <li><a href={exportPath(installationId, kind, format)}>{text}</a></li>)}
       </ul>
     </section>
   );

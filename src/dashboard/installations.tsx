@@ -1,7 +1,8 @@
 /** @jsxImportSource @kitajs/html */
 /** The first page after the sign-in: every installation with its names, last sample, samples today and forwarding. */
 import { ageText, utcText } from './format.ts';
-import { healthOf, type ForwardingStatus, type Health } from './forwarding.ts';
+import type { ForwardingStatus } from '../planner/status.ts';
+import { healthOf, type Health } from './forwarding.ts';
 import { Layout } from './layout.tsx';
 import { installationPath } from './paths.ts';
 
@@ -23,7 +24,7 @@ export function installationTitle(names: string[], installationId: string): stri
 export function HealthText({ health }: { health: Health }) {
   return (
     <>
-      <span class={`status-${health.tone}`} safe>{health.word}</span>
+      <span class={`status-${health.tone}`}>{health.word}</span>
       <span class="muted" safe>{` (${health.detail})`}</span>
     </>
   );

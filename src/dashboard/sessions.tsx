@@ -1,16 +1,12 @@
 /** @jsxImportSource @kitajs/html */
 /** An installation's charging sessions: the list (newest first, in pages) and one session with its curve. */
-import type { ChargingSession } from '../charging/model.ts';
+import type { Session, SessionSummary } from '../charging/history.ts';
 import { formatNumber, LineChart } from './charts.tsx';
 import { durationText, quantityText, utcText } from './format.ts';
 import { Tabs } from './installation.tsx';
 import { installationTitle } from './installations.tsx';
 import { Layout } from './layout.tsx';
 import { sessionPath, sessionsPath } from './paths.ts';
-
-/** A stored session without its curve. */
-export type SessionSummary = Omit<ChargingSession, 'curve'> & { receivedAt: string | null };
-export type Session = SessionSummary & { curve: ChargingSession['curve'] };
 
 interface Owner {
   installationId: string;
