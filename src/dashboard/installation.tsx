@@ -20,7 +20,7 @@ import {
 import { ageText, per100Km, quantityText, utcText } from './format.ts';
 import { failureText, healthOf } from './forwarding.ts';
 import { HealthText, installationTitle } from './installations.tsx';
-import { FormToken, Layout } from './layout.tsx';
+import { FormToken, Layout, ScrollBox } from './layout.tsx';
 import { exportPath, installationPath, revokePath, sessionsPath } from './paths.ts';
 
 export interface InstallationView {
@@ -102,7 +102,7 @@ function Consumption({ view }: { view: InstallationView }) {
 function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'week' | 'month' }) {
   const heading = grouping === 'day' ? 'Day' : grouping === 'week' ? 'Week from' : 'Month';
   return (
-    <div class="scroll long">
+    <ScrollBox label="Consumption table" long>
       <table>
         <caption safe>{`Per ${grouping}, newest first`}</caption>
         <thead><tr><th scope="col">{heading}</th><th scope="col" class="n">km</th><th scope="col" class="n">kWh</th><th scope="col" class="n">kWh/100 km</th></tr></thead>
@@ -117,7 +117,7 @@ function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'we
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollBox>
   );
 }
 
@@ -166,7 +166,7 @@ function Health({ view }: { view: InstallationView }) {
         <div class="pair">
           <LineChart id="soh" title="Battery state of health by month" unit="%" yRange={[Math.min(80, ...soh.map((p) => p.sohPercent)), 100]}
             points={soh.map((p) => ({ x: monthMs(p.month), y: p.sohPercent }))} xLabel={(ms) => new Date(ms).toISOString().slice(0, 7)} />
-          <div class="scroll long">
+          <ScrollBox label="State of health table" long>
             <table>
               <caption>Newest value of each month</caption>
               <thead><tr><th scope="col">Month</th><th scope="col" class="n">State of health</th></tr></thead>
@@ -174,7 +174,7 @@ function Health({ view }: { view: InstallationView }) {
                 {[...soh].reverse().map((p) => <tr><th scope="row" safe>{p.month}</th><td class="n" safe>{quantityText(p.sohPercent, '%')}</td></tr>)}
               </tbody>
             </table>
-          </div>
+          </ScrollBox>
         </div>
       )}
     </section>
@@ -210,7 +210,7 @@ function Devices({ view }: { view: InstallationView }) {
     <section aria-labelledby="devices">
       <h2 id="devices">Devices</h2>
       {view.devices.length === 0 ? <p>No paired devices.</p> : (
-        <div class="scroll">
+        <ScrollBox label="Devices">
           <table>
             <thead><tr><th scope="col">Name</th><th scope="col">Paired</th><th scope="col">Last seen</th><th scope="col">Status</th></tr></thead>
             <tbody>
@@ -224,7 +224,7 @@ function Devices({ view }: { view: InstallationView }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       )}
     </section>
   );

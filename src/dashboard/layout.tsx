@@ -46,3 +46,11 @@ export function Layout({ title, formToken, children }: { title: string; formToke
 export function Notice({ text }: { text: string | undefined }) {
   return text === undefined ? '' : <p class="notice" role="alert" safe>{text}</p>;
 }
+
+/**
+ * A table's box that scrolls when the table is wider (or, `long`, taller) than the screen; focusable
+ * and named, so a keyboard can scroll it too.
+ */
+export function ScrollBox({ label, long = false, children }: { label: string; long?: boolean; children: Children }) {
+  return <div class={long ? 'scroll long' : 'scroll'} tabindex="0" role="region" aria-label={label}>{children}</div>;
+}

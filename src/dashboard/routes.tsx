@@ -19,8 +19,12 @@ import type { DashboardSession, DashboardSessions } from './service.ts';
 import { SignInPage } from './sign-in.tsx';
 import { DASHBOARD_CSS, STYLE_PATH } from './style.ts';
 
-/** Headers of every dashboard page: those of /pair, with the stylesheet served from here. */
-export const DASHBOARD_HEADERS = pageHeaders(`'self'`);
+/**
+ * Headers of every dashboard page: those of /pair, with the stylesheet served from here. The referrer
+ * goes to this origin only: under `no-referrer` a browser sends `Origin: null` with a form, which the
+ * same-site check must refuse; no other site learns a dashboard address.
+ */
+export const DASHBOARD_HEADERS = { ...pageHeaders(`'self'`), 'Referrer-Policy': 'same-origin' };
 
 export interface DashboardDeps {
   sessions: DashboardSessions;

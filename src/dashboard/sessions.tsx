@@ -5,7 +5,7 @@ import { formatNumber, LineChart } from './charts.tsx';
 import { durationText, quantityText, utcText } from './format.ts';
 import { Tabs } from './installation.tsx';
 import { installationTitle } from './installations.tsx';
-import { Layout } from './layout.tsx';
+import { Layout, ScrollBox } from './layout.tsx';
 import { sessionPath, sessionsPath } from './paths.ts';
 
 interface Owner {
@@ -30,7 +30,7 @@ export function SessionsPage({ owner, sessions, next }: { owner: Owner; sessions
       <section aria-labelledby="sessions">
         <h2 id="sessions">Charging sessions</h2>
         {sessions.length === 0 ? <p>No charging sessions recorded.</p> : (
-          <div class="scroll">
+          <ScrollBox label="Charging sessions table">
             <table>
               <caption>Newest first</caption>
               <thead>
@@ -51,7 +51,7 @@ export function SessionsPage({ owner, sessions, next }: { owner: Owner; sessions
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollBox>
         )}
         {next === null ? '' : <p><a href={`${sessionsPath(owner.installationId)}?before=${encodeURIComponent(next)}`}>Older sessions</a></p>}
       </section>
@@ -95,7 +95,7 @@ export function SessionPage({ owner, session }: { owner: Owner; session: Session
                   points={soc.map((p) => ({ x: p.timestampMs, y: p.socPercent! }))} />
               )}
             </div>
-            <div class="scroll long">
+            <ScrollBox label="Curve table" long>
               <table>
                 <caption>The curve</caption>
                 <thead><tr><th scope="col">Time (UTC)</th><th scope="col" class="n">Power (kW)</th><th scope="col" class="n">Charge (%)</th></tr></thead>
@@ -109,7 +109,7 @@ export function SessionPage({ owner, session }: { owner: Owner; session: Session
                   ))}
                 </tbody>
               </table>
-            </div>
+            </ScrollBox>
           </div>
         )}
       </section>

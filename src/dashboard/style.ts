@@ -12,7 +12,7 @@ const css = `
 --link:#8ab4f8;--bar:#7aa7f5;--ok:#6ee7a0;--warn:#fbbf5e;--bad:#ff9b8f;--button:#8ab4f8;--danger:#ff9b8f;--button-text:#111418}}
 *{box-sizing:border-box}
 body{font-family:system-ui,sans-serif;margin:0;background:var(--bg);color:var(--text);font-size:1rem;line-height:1.45}
-a{color:var(--link)}a:focus-visible,button:focus-visible,input:focus-visible,summary:focus-visible{outline:3px solid var(--link);outline-offset:2px}
+a{color:var(--link)}:focus-visible{outline:3px solid var(--link);outline-offset:2px}
 header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1rem;padding:.75rem 1rem;background:var(--card);border-bottom:1px solid var(--line)}
 header .brand{font-weight:700;margin-right:auto;text-decoration:none;color:var(--text)}
 header form{margin:0}
