@@ -263,7 +263,8 @@ describe('pages', () => {
     expect(html).toContain('<dt>lat</dt><dd>52.52 degrees</dd>');
     expect(html).toContain('<dt>is_charging</dt><dd>yes</dd>');
     expect(html).toContain(`/dashboard/installations/${INSTALLATION}/export/telemetry.gpx`);
-    expect(html).toContain('<th scope="row">MG4 &lt;b&gt;Electric&lt;/b&gt;</th>');
+    expect(html).toContain('<h3>MG4 &lt;b&gt;Electric&lt;/b&gt;</h3>');
+    expect(html).toContain('<dt>Status</dt><dd>active</dd>');
     const year = await (await getPage(s, `/dashboard/installations/${INSTALLATION}?days=365`, cookie)).text();
     expect((year.match(/<rect /g) ?? []).length).toBe(730);
     expect(year).toContain('<caption>Per month, newest first</caption>');

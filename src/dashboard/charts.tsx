@@ -2,7 +2,7 @@
 /**
  * Charts as inline SVG, drawn on the server by pure functions: one quantity per chart (so no colour has
  * to tell series apart), axes with ticks, the unit named on the value axis, a title and a description
- * for screen readers. Colours come from the stylesheet's classes, so dark mode recolours them.
+ * for screen readers, the title shown above it. Colours come from the stylesheet's classes, so dark mode recolours them.
  */
 import type { Children } from '@kitajs/html';
 
@@ -109,12 +109,15 @@ function CategoryAxis({ labels }: { labels: { x: number; text: string }[] }) {
 
 function Frame({ id, title, description, children }: { id: string; title: string; description: string; children: Children }) {
   return (
-    <svg class="chart" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-labelledby={`${id}-title ${id}-desc`}
-      xmlns="http://www.w3.org/2000/svg">
-      <title id={`${id}-title`} safe>{title}</title>
-      <desc id={`${id}-desc`} safe>{description}</desc>
-      {children}
-    </svg>
+    <figure>
+      <figcaption aria-hidden="true" safe>{title}</figcaption>
+      <svg class="chart" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-labelledby={`${id}-title ${id}-desc`}
+        xmlns="http://www.w3.org/2000/svg">
+        <title id={`${id}-title`} safe>{title}</title>
+        <desc id={`${id}-desc`} safe>{description}</desc>
+        {children}
+      </svg>
+    </figure>
   );
 }
 

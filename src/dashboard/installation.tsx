@@ -205,26 +205,25 @@ function Latest({ latest, now }: { latest: LatestSample | null; now: number }) {
   );
 }
 
+/** The devices as a list of cards rather than a table: the revoke button stays in sight on a phone. */
 function Devices({ view }: { view: InstallationView }) {
   return (
     <section aria-labelledby="devices">
       <h2 id="devices">Devices</h2>
       {view.devices.length === 0 ? <p>No paired devices.</p> : (
-        <ScrollBox label="Devices">
-          <table>
-            <thead><tr><th scope="col">Name</th><th scope="col">Paired</th><th scope="col">Last seen</th><th scope="col">Status</th></tr></thead>
-            <tbody>
-              {view.devices.map((device) => (
-                <tr>
-                  <th scope="row" safe>{device.name ?? '(no name)'}</th>
-                  <td safe>{utcText(device.createdAt)}</td>
-                  <td safe>{device.lastSeenAt === null ? 'never' : ageText(device.lastSeenAt, view.now)}</td>
-                  <td>{device.revokedAt === null ? <RevokeForm view={view} device={device} /> : <span safe>{`Revoked ${utcText(device.revokedAt)}`}</span>}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </ScrollBox>
+        <ul class="devices">
+          {view.devices.map((device) => (
+            <li>
+              <h3 safe>{device.name ?? '(no name)'}</h3>
+              <dl>
+                <dt>Paired</dt><dd safe>{utcText(device.createdAt)}</dd>
+                <dt>Last seen</dt><dd safe>{device.lastSeenAt === null ? 'never' : ageText(device.lastSeenAt, view.now)}</dd>
+                <dt>Status</dt><dd safe>{device.revokedAt === null ? 'active' : `revoked ${utcText(device.revokedAt)}`}</dd>
+              </dl>
+              {device.revokedAt === null ? <RevokeForm view={view} device={device} /> : ''}
+            </li>
+          ))}
+        </ul>
       )}
     </section>
   );

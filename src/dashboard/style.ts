@@ -13,7 +13,7 @@ const css = `
 *{box-sizing:border-box}
 body{font-family:system-ui,sans-serif;margin:0;background:var(--bg);color:var(--text);font-size:1rem;line-height:1.45}
 a{color:var(--link)}:focus-visible{outline:3px solid var(--link);outline-offset:2px}
-header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1rem;padding:.75rem 1rem;background:var(--card);border-bottom:1px solid var(--line)}
+header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1rem;padding:.75rem max(1rem,calc(50% - 35rem));background:var(--card);border-bottom:1px solid var(--line)}
 header .brand{font-weight:700;margin-right:auto;text-decoration:none;color:var(--text)}
 header form{margin:0}
 main{max-width:72rem;margin:0 auto;padding:1rem}
@@ -49,7 +49,10 @@ button.danger{background:var(--danger)}button.plain{background:transparent;color
 ul.links{margin:0;padding-left:1.2rem}ul.links li{margin:.3rem 0}
 .cards{display:grid;gap:1rem}@media (min-width:56rem){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
 .cards section{margin:0}
-details summary{cursor:pointer;color:var(--link);min-height:2.5rem;display:flex;align-items:center}
+ul.devices{list-style:none;margin:0;padding:0;display:grid;gap:1rem}@media (min-width:56rem){ul.devices{grid-template-columns:repeat(2,minmax(0,1fr))}}
+ul.devices li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}ul.devices h3{font-size:1rem;margin:0 0 .5rem;overflow-wrap:anywhere}
+ul.devices form{margin:.75rem 0 0}
+figure{margin:0 0 .75rem}figcaption{font-weight:600;margin:0 0 .25rem}
 `;
 
 /** The stylesheet's text. */
