@@ -1,7 +1,7 @@
 /** The dashboard's pure pieces: chart drawing, tick choice, the consumption view and the forwarding word. */
 import { describe, expect, test } from 'bun:test';
 import { BarChart, LineChart, niceTicks, spreadIndexes } from '../src/dashboard/charts.tsx';
-import { consumptionView, grouped } from '../src/dashboard/consumption-view.ts';
+import { consumptionView, grouped, summarize } from '../src/dashboard/consumption-view.ts';
 import { healthOf } from '../src/dashboard/forwarding.ts';
 
 const values = (svg: string, attribute: string, element: string) =>
@@ -90,11 +90,8 @@ describe('consumptionView', () => {
   });
 
   test('every calendar day of the period, missing ones as zero; the last lifetime; the newest SoH of each month', () => {
-    const view = consumptionView(
-      [day('2026-09-30', 5, 99), day('2026-10-01', 7, 98.5), day('2026-10-20', 9, 98), day('2026-11-24', 10, null), day('2026-11-25', 20, 97.5)],
-      '2026-11-25',
-      30,
-    );
+    const stored = [day('2026-09-30', 5, 99), day('2026-10-01', 7, 98.5), day('2026-10-20', 9, 98), day('2026-11-24', 10, null), day('2026-11-25', 20, 97.5)];
+    const view = consumptionView(summarize(stored), '2026-11-25', 30);
     expect(view.days).toHaveLength(30);
     expect(view.days[0]).toEqual({ label: '2026-10-27', km: 0, kwh: 0 });
     expect(view.days.slice(-2)).toEqual([{ label: '2026-11-24', km: 10, kwh: 2 }, { label: '2026-11-25', km: 20, kwh: 4 }]);
@@ -103,7 +100,7 @@ describe('consumptionView', () => {
   });
 
   test('no days: zeros, no lifetime, no SoH', () => {
-    const view = consumptionView([], '2026-11-25', 90);
+    const view = consumptionView(summarize([]), '2026-11-25', 90);
     expect([view.days.length, view.lifetime, view.soh]).toEqual([90, null, []]);
   });
 

@@ -16,7 +16,7 @@ import {
   signIn,
 } from './dashboard-support.ts';
 import { PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
-import { INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { consumptionChunk, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService | undefined;
 let clock = NOW;
@@ -270,6 +270,19 @@ describe('pages', () => {
     expect(year).toContain('<caption>Per month, newest first</caption>');
     expect((await getPage(s, `/dashboard/installations/${OTHER_INSTALLATION}`, cookie)).status).toBe(404);
     expect((await getPage(s, '/dashboard/installations/not-a-uuid', cookie)).status).toBe(404);
+  });
+
+  test('a chunk written after a page was shown shows on the next one (the summary is not kept past a chunk write)', async () => {
+    const s = await dashboard();
+    await seedInstallation(s);
+    const cookie = await signIn(s);
+    const page = () => getPage(s, `/dashboard/installations/${INSTALLATION}`, cookie).then((response) => response.text());
+    expect(await page()).toContain('<dt>Distance</dt><dd>1,600 km</dd>');
+    const old = consumptionChunk({ recordedAt: NOW - 400 * 86_400_000, date: '2025-10-21', day: { km: 100, kwh: 15, hours: 1, socDrop: 10 }, sohPercent: 99 });
+    expect((await s.request('PUT', '/v1/consumption/daily', { body: old })).status).toBe(204);
+    const html = await page();
+    expect(html).toContain('<dt>Distance</dt><dd>1,700 km</dd>');
+    expect(html).toContain('<th scope="row">2025-10</th><td class="n">99 %</td>');
   });
 
   test('charging sessions: the table, one session with power and charge curves, an unknown one 404', async () => {

@@ -60,9 +60,14 @@ function round(value: number, step: number): number {
   return Number(value.toFixed(decimals));
 }
 
-/** A number as an axis or a description writes it: at most one decimal, thousands grouped. */
+/** Formats by the most decimals they write: made once, as a format costs far more to make than to use. */
+const numberFormats = new Map<number, Intl.NumberFormat>();
+
+/** A number as an axis or a description writes it: at most `decimals` decimals, thousands grouped. */
 export function formatNumber(value: number, decimals = 1): string {
-  return value.toLocaleString('en-GB', { maximumFractionDigits: decimals });
+  let format = numberFormats.get(decimals);
+  if (format === undefined) numberFormats.set(decimals, (format = new Intl.NumberFormat('en-GB', { maximumFractionDigits: decimals })));
+  return format.format(value);
 }
 
 const scale = (value: number, [low, high]: readonly [number, number], length: number) =>

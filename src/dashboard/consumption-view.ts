@@ -1,7 +1,7 @@
 /**
- * What the installation page shows of consumption, from the days oldest first in one pass: the last
- * 30, 90 or 365 calendar days (days without a record count as zero), the lifetime sums, and the state
- * of health by month.
+ * What the installation page shows of consumption: the last 30, 90 or 365 calendar days (days without a
+ * record count as zero), the lifetime sums, and the state of health by month, from a summary of every
+ * stored day gathered in one pass (oldest first).
  */
 import type { ConsumptionDay } from '../consumption/history.ts';
 import type { DayValues } from '../consumption/totals.ts';
@@ -30,31 +30,48 @@ export interface ConsumptionView {
   soh: SohPoint[];
 }
 
+/** What the page needs of every stored day, gathered in one pass over them. */
+export interface ConsumptionSummary {
+  /** The stored days, oldest first. */
+  days: Driven[];
+  lifetime: DayValues | null;
+  soh: SohPoint[];
+}
+
 const DAY_MS = 86_400_000;
 
 /** `YYYY-MM-DD` of the UTC day `ms` falls in. */
 export const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-export function consumptionView(records: Iterable<ConsumptionDay>, today: string, period: Period): ConsumptionView {
-  const todayMs = Date.parse(today);
-  const first = dateOf(todayMs - (period - 1) * DAY_MS);
-  const inPeriod = new Map<string, DayValues>();
+export function summarize(records: Iterable<ConsumptionDay>): ConsumptionSummary {
+  const days: Driven[] = [];
   const soh: SohPoint[] = [];
   let lifetime: DayValues | null = null;
   for (const record of records) {
     lifetime = record.lifetime;
-    if (record.date >= first && record.date <= today) inPeriod.set(record.date, record.day);
+    days.push({ label: record.date, km: record.day.km, kwh: record.day.kwh });
     if (record.sohPercent === null) continue;
     const month = record.date.slice(0, 7);
     if (soh.at(-1)?.month === month) soh.at(-1)!.sohPercent = record.sohPercent;
     else soh.push({ month, sohPercent: record.sohPercent });
   }
-  const days = Array.from({ length: period }, (_, i) => {
+  return { days, lifetime, soh };
+}
+
+/** The period's calendar days up to `today` (days without a record as zero), with the summary's lifetime and SoH. */
+export function consumptionView({ days, lifetime, soh }: ConsumptionSummary, today: string, period: Period): ConsumptionView {
+  const todayMs = Date.parse(today);
+  const first = dateOf(todayMs - (period - 1) * DAY_MS);
+  const inPeriod = new Map<string, Driven>();
+  for (let i = days.length - 1; i >= 0 && days[i]!.label >= first; i -= 1) {
+    if (days[i]!.label <= today) inPeriod.set(days[i]!.label, days[i]!);
+  }
+  const calendar = Array.from({ length: period }, (_, i) => {
     const label = dateOf(todayMs - (period - 1 - i) * DAY_MS);
     const day = inPeriod.get(label);
     return { label, km: day?.km ?? 0, kwh: day?.kwh ?? 0 };
   });
-  return { days, lifetime, soh };
+  return { days: calendar, lifetime, soh };
 }
 
 export type Grouping = 'day' | 'week' | 'month';

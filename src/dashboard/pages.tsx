@@ -18,13 +18,13 @@ import { InstallationPage } from './installation.tsx';
 import { InstallationsPage } from './installations.tsx';
 import { DASHBOARD_PATH, installationPath } from './paths.ts';
 import { notFoundPage, redirect, type SignedInRoutes } from './routes.tsx';
-import type { DashboardSession } from './service.ts';
+import { ConsumptionSummaries, type DashboardSession } from './service.ts';
 import { SessionPage, SessionsPage } from './sessions.tsx';
 
 export interface OwnerReads {
   ownerData: Pick<OwnerData, 'installations' | 'exportStream'>;
   samples: Pick<SampleHistory, 'latest' | 'samplesSince'>;
-  consumption: Pick<Consumption, 'days'>;
+  consumption: Pick<Consumption, 'days' | 'historyJson'>;
   sessions: Pick<ChargingHistory, 'list' | 'one'>;
   plannerStatus: Pick<PlannerStatus, 'status'>;
   devices: Pick<DeviceRegistry, 'list' | 'revoke'>;
@@ -36,6 +36,7 @@ const SESSIONS_PER_PAGE = 50;
 const DAY_MS = 86_400_000;
 
 export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): SignedInRoutes {
+  const summaries = new ConsumptionSummaries(reads.consumption);
   /** The installation a path names, with its device names; null for an id that is not one, or holds nothing here. */
   const installationOf = (id: string | undefined) => {
     if (!isUuid(id)) return null;
@@ -64,7 +65,7 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
       installationId={installationId}
       names={names}
       period={period}
-      consumption={consumptionView(reads.consumption.days(installationId), dateOf(at), period)}
+      consumption={consumptionView(summaries.of(installationId), dateOf(at), period)}
       latest={reads.samples.latest(installationId)}
       forwarding={reads.plannerStatus.status(installationId)}
       devices={reads.devices.list().filter((device) => device.installationId === installationId)}

@@ -5,11 +5,13 @@
  */
 import type { Database } from 'bun:sqlite';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Consumption } from '../consumption/history.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
 import { limits } from '../limits.ts';
 import type { ApprovalLock } from '../pairing/lock.ts';
 import { newSecret } from '../secret.ts';
+import { summarize, type ConsumptionSummary } from './consumption-view.ts';
 import { findSession } from './store.ts';
 
 /** A session a request presented and the server still holds. */
@@ -82,4 +84,27 @@ export class DashboardSessions {
 /** A session's form token: a MAC of its secret, so it needs no storage and the stored hash cannot forge it. */
 function formTokenOf(token: string): string {
   return createHmac('sha256', token).update('dashboard form').digest('base64url');
+}
+
+/**
+ * The consumption summaries of the installation pages, kept per installation while the consumption
+ * service's cached history answer stays the same object: that answer is dropped on every chunk write and
+ * carries the lifetime sums, so a changed day anywhere changes it. A summary costs a pass over every
+ * stored day (~10 ms for 10 years); a page then costs a lookup.
+ */
+export class ConsumptionSummaries {
+  /** By installation, the least recently read first: the order of eviction. */
+  private readonly kept = new Map<string, { history: string; summary: ConsumptionSummary }>();
+
+  constructor(private readonly consumption: Pick<Consumption, 'days' | 'historyJson'>) {}
+
+  of(installationId: string): ConsumptionSummary {
+    const history = this.consumption.historyJson(installationId);
+    const kept = this.kept.get(installationId);
+    this.kept.delete(installationId);
+    const summary = kept?.history === history ? kept.summary : summarize(this.consumption.days(installationId));
+    if (this.kept.size >= limits.historyCachedInstallations) this.kept.delete(this.kept.keys().next().value!);
+    this.kept.set(installationId, { history, summary });
+    return summary;
+  }
 }
