@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, skipWithoutChromium } from './chromium.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
 import { CAR_NAME, seedInstallation, SESSION_ID } from './dashboard-support.ts';
@@ -28,15 +29,7 @@ interface BrowserWindow {
   axe: { run(options: object): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> };
 }
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI !== 'true') {
-  console.warn(`\n!!! ${CHROMIUM} is missing: SKIPPING the real-browser tests of /dashboard (apt-get install chromium) !!!\n`);
-}
+const skipped = skipWithoutChromium('/dashboard');
 const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'ev-ingest-dashboard-screenshots');
 rmSync(SCREENSHOTS, { recursive: true, force: true });
 mkdirSync(SCREENSHOTS, { recursive: true });
@@ -53,7 +46,7 @@ const installationUrl = (running: Running, id = INSTALLATION) => new URL(`/dashb
 async function withDashboard(use: (running: Running, browser: Browser) => Promise<void>) {
   const dir = tempDir();
   const running = await serve(testConfig(dir, { approvalPassword: PASSWORD }), createMemoryLogger());
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
   try {
     await use(running, browser);
   } finally {
@@ -95,7 +88,7 @@ async function signIn(page: Page, password: string) {
 }
 
 for (const viewport of VIEWPORTS) {
-  test.skipIf(!available && process.env.CI !== 'true')(`the owner's dashboard at ${viewport.width}×${viewport.height}, script off`, async () => {
+  test.skipIf(skipped)(`the owner's dashboard at ${viewport.width}×${viewport.height}, script off`, async () => {
     expect(existsSync(CHROMIUM)).toBe(true); // under CI=true a missing browser fails
     await withDashboard(async (running, browser) => {
       const context = await browser.newContext({ viewport, javaScriptEnabled: false });
@@ -201,7 +194,7 @@ for (const viewport of VIEWPORTS) {
   }, 120_000);
 }
 
-test.skipIf(!available && process.env.CI !== 'true')('axe-core finds no WCAG 2 A/AA violation in light or dark; the pages work by keyboard', async () => {
+test.skipIf(skipped)('axe-core finds no WCAG 2 A/AA violation in light or dark; the pages work by keyboard', async () => {
   const axe = readFileSync(join(import.meta.dir, '../node_modules/axe-core/axe.min.js'), 'utf8');
   await withDashboard(async (running, browser) => {
     await seedInstallation(overSocket(running));

@@ -34,6 +34,13 @@ async function dashboard(overrides: Parameters<typeof startTestService>[0] = {})
   return service;
 }
 
+/** A dashboard with a seeded installation, signed in. */
+async function seededAndSignedIn() {
+  const s = await dashboard();
+  await seedInstallation(s);
+  return { s, cookie: await signIn(s) };
+}
+
 const storedSessions = (s: TestService) =>
   s.storage.db.query<{ tokenHash: string; expiresAt: number }, []>('SELECT token_hash AS tokenHash, expires_at AS expiresAt FROM dashboard_sessions').all();
 
@@ -249,9 +256,7 @@ describe('pages', () => {
   });
 
   test('one installation: charts with tables, lifetime, state of health, latest sample, devices, exports', async () => {
-    const s = await dashboard();
-    await seedInstallation(s);
-    const cookie = await signIn(s);
+    const { s, cookie } = await seededAndSignedIn();
     const html = await (await getPage(s, `/dashboard/installations/${INSTALLATION}`, cookie)).text();
     expect(html.match(/<svg /g)).toHaveLength(3);
     expect(html).toContain('<title id="km-title">Distance per day, last 30 days</title>');
@@ -273,9 +278,7 @@ describe('pages', () => {
   });
 
   test('a chunk written after a page was shown shows on the next one (the summary is not kept past a chunk write)', async () => {
-    const s = await dashboard();
-    await seedInstallation(s);
-    const cookie = await signIn(s);
+    const { s, cookie } = await seededAndSignedIn();
     const page = () => getPage(s, `/dashboard/installations/${INSTALLATION}`, cookie).then((response) => response.text());
     expect(await page()).toContain('<dt>Distance</dt><dd>1,600 km</dd>');
     const old = consumptionChunk({ recordedAt: NOW - 400 * 86_400_000, date: '2025-10-21', day: { km: 100, kwh: 15, hours: 1, socDrop: 10 }, sohPercent: 99 });
@@ -286,9 +289,7 @@ describe('pages', () => {
   });
 
   test('charging sessions: the table, one session with power and charge curves, an unknown one 404', async () => {
-    const s = await dashboard();
-    await seedInstallation(s);
-    const cookie = await signIn(s);
+    const { s, cookie } = await seededAndSignedIn();
     const list = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions`, cookie)).text();
     expect(list).toContain(`href="/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}">2026-11-25 10:00 UTC</a>`);
     expect(list).toContain('<td>20 % → 78 %</td>');
@@ -300,9 +301,7 @@ describe('pages', () => {
   });
 
   test('exports stream the same bytes as the owner service, as attachments; an unknown kind or format is 404', async () => {
-    const s = await dashboard();
-    await seedInstallation(s);
-    const cookie = await signIn(s);
+    const { s, cookie } = await seededAndSignedIn();
     for (const [kind, format] of [['telemetry', 'csv'], ['telemetry', 'gpx'], ['consumption', 'ndjson'], ['sessions', 'csv']] as const) {
       const response = await getPage(s, `/dashboard/installations/${INSTALLATION}/export/${kind}.${format}`, cookie);
       const expected = s.ownerData.exportStream(kind, INSTALLATION, format as never);

@@ -1,6 +1,7 @@
 /** @jsxImportSource @kitajs/html */
 /** The frame of every dashboard page: the stylesheet, the header with the way home and the sign-out form. */
 import type { Children } from '@kitajs/html';
+import { PageHead } from '../pairing/page.tsx';
 import { DASHBOARD_PATH, SIGN_OUT_PATH } from './paths.ts';
 import { STYLE_PATH } from './style.ts';
 
@@ -16,16 +17,10 @@ export function FormToken({ token }: { token: string }) {
 export function Layout({ title, formToken, children }: { title: string; formToken?: string; children: Children }) {
   return (
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
+      <PageHead title={title}>
         <meta name="color-scheme" content="light dark" />
-        {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
-        <link rel="icon" href="data:," />
         <link rel="stylesheet" href={STYLE_PATH} />
-        <title safe>{title} · ev-ingest</title>
-      </head>
+      </PageHead>
       <body>
         <header>
           <a class="brand" href={DASHBOARD_PATH}>ev-ingest</a>

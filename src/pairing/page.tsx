@@ -66,18 +66,27 @@ export function pageAnswer(status: number, page: JSX.Element, headers: Record<st
   return { status, page, headers };
 }
 
+/** The head of every page (/pair's and the dashboard's): a phone's width, not indexed, no icon request; `children` add its style. */
+export function PageHead({ title, children }: { title: string; children: Children }) {
+  return (
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="robots" content="noindex" />
+      {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
+      <link rel="icon" href="data:," />
+      <title safe>{title} · ev-ingest</title>
+      {children}
+    </head>
+  );
+}
+
 function Layout({ title, children }: { title: string; children: Children }) {
   return (
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
-        {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
-        <link rel="icon" href="data:," />
-        <title safe>{title} · ev-ingest</title>
+      <PageHead title={title}>
         <style>{safeStyle}</style>
-      </head>
+      </PageHead>
       <body>
         <main>
           <h1 safe>{title}</h1>
