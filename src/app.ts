@@ -12,6 +12,8 @@ import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
 import { DashboardSessions } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import type { Storage } from './db/storage.ts';
+import { Retention } from './deletion/retention.ts';
+import { PurgeWatcher } from './deletion/service.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { Authenticator } from './http/auth.ts';
@@ -23,6 +25,7 @@ import { PairingBook, revokeLeftovers } from './pairing/book.ts';
 import { ApprovalLock } from './pairing/lock.ts';
 import { pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { ownerDataRoutes } from './owner/routes.ts';
 import { OwnerData } from './owner/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import { PlannerStatus } from './planner/status.ts';
@@ -68,7 +71,15 @@ export function createApp({
   const ready = revokeLeftovers(devices, log);
   const auth = new Authenticator(config.ingestToken, devices);
   const consumption = new Consumption(storage.db, storage.committer);
-  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers, now });
+  const planner = new PlannerForwarder({
+    config: config.planner,
+    db: storage.db,
+    committer: storage.committer,
+    log,
+    timers: plannerTimers,
+    now,
+    elapsed,
+  });
   planner.resume();
   const telemetry = new Telemetry(storage.committer, forwarder ?? planner, now);
   // The owner's reads: the /v1 routes and the dashboard's pages call these same services.
@@ -76,6 +87,9 @@ export function createApp({
   const sessions = new ChargingHistory(storage.db);
   const plannerStatus = new PlannerStatus(storage.db, planner);
   const ownerData = new OwnerData({ devices, samples, consumption, sessions });
+  // What the server holds in memory of an installation that the `purge` command deletes.
+  const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
+  const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
@@ -90,7 +104,8 @@ export function createApp({
     .get('/v1/health', () => ({ status: 'ok' }))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }));
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }))
+    .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
@@ -101,8 +116,10 @@ export function createApp({
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
+    await retention.stop();
     await planner.stop();
     devices.stop();
+    purges.stop();
     pairing?.book.stop();
   };
 
@@ -115,6 +132,8 @@ export function createApp({
     devices,
     pairing,
     planner,
+    purges,
+    retention,
     ready,
     stop,
     listenerHeaders,

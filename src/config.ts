@@ -32,6 +32,8 @@ export interface Config {
   host: string;
   port: number;
   planner: PlannerConfig;
+  /** TELEMETRY_RETENTION_DAYS: samples older than this many days are deleted; unset keeps them for ever. */
+  telemetryRetentionDays?: number | null;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -227,7 +229,18 @@ export function serveConfig(env: Env): Config {
     host: nonEmpty(env.HOST) ?? '0.0.0.0',
     port: port(env.PORT),
     planner: plannerConfig(env),
+    telemetryRetentionDays: retentionDays(env.TELEMETRY_RETENTION_DAYS),
   };
+}
+
+function retentionDays(value: string | undefined): number | null {
+  const text = nonEmpty(value);
+  if (text === undefined) return null;
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > limits.retentionDaysMax) {
+    const range = `from 1 to ${limits.retentionDaysMax}`;
+    throw new ConfigError(`TELEMETRY_RETENTION_DAYS must be a whole number of days ${range}; unset it to keep samples for ever`);
+  }
+  return Number(text);
 }
 
 function ingestToken(env: Env): string {

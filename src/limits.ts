@@ -54,6 +54,16 @@ export const limits = {
   dashboardSessionExtendMs: 3_600_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
+  /** How often the server checks whether the `purge` command deleted an installation. */
+  purgeCheckMs: 500,
+  /** Samples deleted by one write of a purge or of the retention: small, so ingest writes go on between them. */
+  deleteBatchSamples: 2000,
+  /** How often samples past TELEMETRY_RETENTION_DAYS are deleted (also once at start). */
+  retentionIntervalMs: 3_600_000,
+  /** Largest TELEMETRY_RETENTION_DAYS (100 years). */
+  retentionDaysMax: 36_500,
+  /** Free pages given back to the file system by one write after deletions (4 MiB of 4 KiB pages). */
+  vacuumPagesPerWrite: 1024,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
   /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */
@@ -118,6 +128,8 @@ export const limits = {
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
   sessionsPageMax: 1000,
+  /** An installation's `planner.sent` line is written at most this often while its samples go out. */
+  plannerSentLogMs: 60_000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
 } as const;

@@ -40,6 +40,8 @@ export async function serve(
   const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs }));
   await service.ready;
   service.devices.watch();
+  service.purges.watch();
+  service.retention.start();
   service.pairing?.book.watch();
 
   let server: Listener;

@@ -203,9 +203,14 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
   db.run('PRAGMA temp_store = MEMORY');
 }
 
+/** A database without a page yet gets incremental auto-vacuum: pages freed by deletions can go back to the file system. */
+function incrementalIfNew(db: Database): void {
+  if (db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count === 0) db.run('PRAGMA auto_vacuum = INCREMENTAL');
+}
+
 /**
- * Puts a new file in WAL mode (a no-op on one already in it). On a new file another process may be
- * switching it too: while it holds the file's reserved lock SQLite answers SQLITE_BUSY at once, without
+ * Puts a new file in WAL mode (a no-op on one already in it), with incremental auto-vacuum. On a new file
+ * another process may be switching it too: while it holds the file's reserved lock SQLite answers SQLITE_BUSY at once, without
  * the busy timeout's wait (waiting could deadlock two lock upgrades), so the switch is tried again, each
  * try's own wait (behind an exclusive lock) cut to what is left, until the busy timeout has passed.
  */
@@ -215,6 +220,7 @@ function switchToWal(db: Database): string | undefined {
   try {
     for (;;) {
       try {
+        incrementalIfNew(db);
         return db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
       } catch (error) {
         // Given up when no time is left for another try after the pause.

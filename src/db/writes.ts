@@ -2,6 +2,7 @@
 import { chargingWrites } from '../charging/store.ts';
 import { consumptionWrites } from '../consumption/store.ts';
 import { dashboardWrites } from '../dashboard/store.ts';
+import { deletionWrites } from '../deletion/store.ts';
 import { deviceWrites } from '../devices/store.ts';
 import { plannerWrites } from '../planner/store.ts';
 import { telemetryWrites } from '../telemetry/store.ts';
@@ -14,6 +15,7 @@ export const writeOps = {
   ...chargingWrites,
   ...plannerWrites,
   ...dashboardWrites,
+  ...deletionWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;

@@ -15,6 +15,7 @@
  * for a batch not newer than the newest queued, a withdrawal, a queue over its page).
  */
 import type { Database } from 'bun:sqlite';
+import { monotonicNow } from '../clock.ts';
 import type { PlannerConfig } from '../config.ts';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
@@ -23,6 +24,7 @@ import { PlannerState } from '../telemetry/schema.ts';
 import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 import { OutcomeLedger } from './outcomes.ts';
+import { SentLog } from './sent-log.ts';
 import { installationsWithPending, pendingSamplesReader, waitingSampleReader, type PlannerFailure } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
@@ -56,6 +58,8 @@ export interface ForwarderOptions {
   timers?: PlannerTimers;
   /** The wall clock (Unix ms) of the status's times. */
   now?: () => number;
+  /** A monotonic clock (ms) for the spacing of `planner.sent` lines. */
+  elapsed?: () => number;
 }
 
 interface Installation {
@@ -123,9 +127,11 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly readPendingSample;
   private readonly timers: PlannerTimers;
   private readonly now: () => number;
+  private readonly sentLog: SentLog;
 
   constructor(private readonly options: ForwarderOptions) {
     this.now = options.now ?? Date.now;
+    this.sentLog = new SentLog(options.log, options.elapsed ?? monotonicNow);
     this.readPendingPage = pendingSamplesReader(options.db);
     this.readPendingSample = waitingSampleReader(options.db);
     this.timers = options.timers ?? realTimers;
@@ -154,6 +160,22 @@ export class PlannerForwarder implements SampleForwarder {
   /** The outbox of the installation may hold samples the forwarder does not know of: read it. */
   recheck(installationId: string): void {
     this.stored(installationId, { added: [], rewritten: true });
+  }
+
+  /**
+   * The installation was purged by another process: its queue goes, and a sample on its way is read
+   * again before it is sent (and found gone), so none of its samples reaches the planner any more.
+   */
+  forget(installationId: string): void {
+    const installation = this.installations.get(installationId);
+    if (installation) {
+      installation.queue = [];
+      installation.reread = true;
+      installation.rewrites += 1;
+    }
+    this.quiet.delete(installationId);
+    this.backoffs.delete(installationId);
+    this.outcomes.forget(installationId);
   }
 
   /** Start-up scan: sends what was still waiting when the server last stopped. */
@@ -312,6 +334,7 @@ export class PlannerForwarder implements SampleForwarder {
           installation.backoffMs = 0;
           await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.sent, at: this.now() });
           this.stats.sent += 1;
+          this.sentLog.sent(installation.id);
           return true;
         case 'rejected':
           installation.backoffMs = 0;
@@ -411,6 +434,7 @@ export class PlannerForwarder implements SampleForwarder {
 
   /** Keeps the failed attempt as the installation's last failure, written with the next outcomes. */
   private recordFailure(installationId: string, reason: FailureReason, attempt: number): void {
+    this.sentLog.failed(installationId);
     this.outcomes.failed({
       installationId,
       at: this.now(),

@@ -50,6 +50,12 @@ export class OutcomeLedger {
     this.lastFailures.set(failure.installationId, failure);
   }
 
+  /** Drops what is kept of a purged installation: its rows are gone, and an outcome's write must not bring its status back. */
+  forget(installationId: string): void {
+    this.lastFailures.delete(installationId);
+    this.settled = this.settled.filter((outcome) => outcome.installationId !== installationId);
+  }
+
   /** The installation's last failed attempt not written yet, if any. */
   unwrittenFailure(installationId: string): PlannerFailure | undefined {
     return this.lastFailures.get(installationId);

@@ -2,7 +2,7 @@
 import type { Database } from 'bun:sqlite';
 import { isoOrNull } from '../clock.ts';
 import type { PlannerForwarder } from './forwarder.ts';
-import { plannerStatusReader, type StoredPlannerStatus } from './store.ts';
+import { plannerStatusReader, type PlannerFailure, type StoredPlannerStatus } from './store.ts';
 
 /** The answer of `GET /v1/planner/status/{installationId}`; times ISO 8601 in UTC. */
 export interface ForwardingStatus {
@@ -44,7 +44,8 @@ export class PlannerStatus {
     return {
       forwarding: this.forwarder.forwards(installationId),
       ...storedStatus(facts, waiting),
-      ...(unwritten && { lastFailure: { at: new Date(unwritten.at).toISOString(), status: unwritten.status, error: unwritten.error, attempt: unwritten.attempt } }),
+      // A failure not written yet is newer than the stored one.
+      ...(unwritten && { lastFailure: failureView(unwritten) }),
       nextAttemptAt: isoOrNull(this.forwarder.nextAttemptAt(installationId)),
     };
   }
@@ -64,10 +65,10 @@ export function storedStatus(facts: StoredPlannerStatus | null, waiting: number)
 
 function lastFailureOf(facts: StoredPlannerStatus | null): LastFailure | null {
   if (facts?.lastFailureAt == null) return null;
-  return {
-    at: new Date(facts.lastFailureAt).toISOString(),
-    status: facts.lastFailureStatus,
-    error: facts.lastFailureError,
-    attempt: facts.lastFailureAttempt ?? 1,
-  };
+  const { lastFailureAt, lastFailureStatus, lastFailureError, lastFailureAttempt } = facts;
+  return failureView({ at: lastFailureAt, status: lastFailureStatus, error: lastFailureError, attempt: lastFailureAttempt ?? 1 });
+}
+
+function failureView({ at, status, error, attempt }: Omit<PlannerFailure, 'installationId'>): LastFailure {
+  return { at: new Date(at).toISOString(), status, error, attempt };
 }

@@ -6,7 +6,7 @@ import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import { sampleFieldNames } from '../telemetry/fields.ts';
 import type { SampleRow } from '../telemetry/model.ts';
-import { PlannerState } from '../telemetry/schema.ts';
+import { PlannerState, PURGED_PREFIX } from '../telemetry/schema.ts';
 
 // The literal state (not a parameter) lets SQLite match the partial index `samples_planner_pending`.
 const PENDING = `planner_state = ${PlannerState.pending}`;
@@ -131,13 +131,15 @@ export function plannerStatusReader(db: Database) {
   return (installationId: string) => ({ facts: facts.get(installationId), waiting: waiting.get(installationId)!.n });
 }
 
-/** Every installation's stored forwarding facts with its waiting samples, for `ev-ingest status`. */
-export function everyPlannerStatus(db: Database): (StoredPlannerStatus & { installationId: string; waiting: number })[] {
-  return db
-    .query<StoredPlannerStatus & { installationId: string; waiting: number }, []>(
-      `SELECT installation_id AS installationId, ${STATUS_COLUMNS},
-         (SELECT count(*) FROM samples WHERE installation = ${installationNumber('installation_id')} AND ${PENDING}) AS waiting
-       FROM planner_status ORDER BY installation_id`,
+/** Every installation that stored samples, by id, with its stored forwarding facts and waiting samples (`ev-ingest status`). */
+export function everyPlannerStatus(db: Database): { installationId: string; facts: StoredPlannerStatus | null; waiting: number }[] {
+  const rows = db
+    .query<StoredPlannerStatus & { installationId: string; waiting: number; known: number | null }, []>(
+      `SELECT uuid AS installationId, ${STATUS_COLUMNS}, planner_status.installation_id IS NOT NULL AS known,
+         (SELECT count(*) FROM samples WHERE installation = installations.id AND ${PENDING}) AS waiting
+       FROM installations LEFT JOIN planner_status ON planner_status.installation_id = installations.uuid
+       WHERE uuid NOT LIKE '${PURGED_PREFIX}%' ORDER BY uuid`,
     )
     .all();
+  return rows.map(({ installationId, waiting, known, ...facts }) => ({ installationId, waiting, facts: known ? facts : null }));
 }

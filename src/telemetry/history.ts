@@ -7,6 +7,7 @@ import { isoOrNull } from '../clock.ts';
 import { limits } from '../limits.ts';
 import { sampleFieldNames, type SampleFieldName } from './fields.ts';
 import type { SampleRow } from './model.ts';
+import { PURGED_PREFIX } from './schema.ts';
 
 /** A range of `utc` (seconds), both ends included; an absent end is open. */
 export interface UtcRange {
@@ -50,11 +51,13 @@ export class SampleHistory {
     return { installationId, utc, receivedAt, ...storedFields(row) };
   }
 
-  /** Every installation that has stored samples, with the newest `utc` it stored. */
+  /** Every installation that has stored samples, with the newest `utc` it stored; not those being purged. */
   installations(): { installationId: string; latestUtc: number | null }[] {
-    return this.db.query<{ installationId: string; latestUtc: number | null }, []>(
-      'SELECT uuid AS installationId, latest_utc AS latestUtc FROM installations',
-    ).all();
+    return this.db
+      .query<{ installationId: string; latestUtc: number | null }, []>(
+        `SELECT uuid AS installationId, latest_utc AS latestUtc FROM installations WHERE uuid NOT LIKE '${PURGED_PREFIX}%'`,
+      )
+      .all();
   }
 
   /** How many samples the installation holds from `utc` (seconds) on. */

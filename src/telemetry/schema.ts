@@ -12,6 +12,9 @@ export const PlannerState = {
   givenUp: 3,
 } as const;
 
+/** An installation row renamed so by a purge: its samples wait to be deleted, and no read finds them by the id. */
+export const PURGED_PREFIX = 'purged:';
+
 /**
  * The installations that sent samples, each under a small number: samples are keyed by that number
  * rather than the 36-character id, so rows and key entries are smaller and a commit writes fewer pages.
