@@ -8,6 +8,7 @@ import type { Consumption } from '../consumption/history.ts';
 import type { DeviceRegistry } from '../devices/registry.ts';
 import { deviceKey } from '../devices/store.ts';
 import type { Logger } from '../log.ts';
+import { attachment } from '../owner/routes.ts';
 import { exportFormats, type ExportKind, type OwnerData } from '../owner/service.ts';
 import { pageAnswer } from '../pairing/page.tsx';
 import type { PlannerStatus } from '../planner/status.ts';
@@ -94,15 +95,7 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
     const [kind, format] = (params.file ?? '').split('.') as [ExportKind, string];
     const formats: readonly string[] | undefined = Object.hasOwn(exportFormats, kind) ? exportFormats[kind] : undefined;
     if (known === null || !formats?.includes(format)) return notFoundPage('export');
-    const { contentType, filename, body } = reads.ownerData.exportStream(kind, known.installationId, format as never);
-    return new Response(body, {
-      headers: {
-        'Content-Type': contentType,
-        'Content-Disposition': `attachment; filename="${filename}"`,
-        'Cache-Control': 'no-store',
-        'X-Content-Type-Options': 'nosniff',
-      },
-    });
+    return attachment(reads.ownerData.exportStream(kind, known.installationId, format as never));
   };
 
   /** Revokes one of the installation's devices, then shows the installation again. */
