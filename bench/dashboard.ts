@@ -42,6 +42,12 @@ function serverMs(log: string): number[] {
   return [...log.matchAll(/path=\/dashboard\/installations\/\S+ status=200 ms=([\d.]+)/g)].map((match) => Number(match[1]));
 }
 
+/** CPU time (user and system) a process has used, in ms, from /proc (Linux; clock ticks of 10 ms). */
+async function cpuMs(pid: number): Promise<number> {
+  const fields = (await Bun.file(`/proc/${pid}/stat`).text()).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 await buildBinary();
 const databasePath = join(benchDir(), 'ev.db');
 const seedStarted = performance.now();
@@ -74,11 +80,13 @@ try {
     const url = new URL(`${page.href}?days=${period}`);
     await paced(url, { perSecond: 10, seconds: 2, headers }); // warm-up
     const logged = service.output().length;
+    const cpuBefore = await cpuMs(service.process.pid);
     const result = await paced(url, { perSecond: 50, seconds: SECONDS, headers });
+    const cpuPerPage = (await cpuMs(service.process.pid) - cpuBefore) / (50 * SECONDS);
     const inServer = serverMs(service.output().slice(logged));
     console.log(`installation page (${period} days) at 50/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
       `max ${result.maxMs.toFixed(2)} ms  failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
-      `p99 ${quantile(inServer, 0.99).toFixed(2)} ms`);
+      `p99 ${quantile(inServer, 0.99).toFixed(2)} ms; server CPU ${cpuPerPage.toFixed(2)} ms a page`);
   }
 
   let runId = 0;
