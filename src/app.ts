@@ -11,6 +11,7 @@ import { ownerPages } from './dashboard/pages.tsx';
 import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
 import { DashboardSessions } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
+import { exportReader } from './db/open.ts';
 import type { Storage } from './db/storage.ts';
 import { Retention } from './deletion/retention.ts';
 import { PurgeWatcher } from './deletion/service.ts';
@@ -31,6 +32,8 @@ import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import { PlannerStatus } from './planner/status.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
+import { relayRoutes } from './relay/routes.ts';
+import { Relay } from './relay/service.ts';
 import { SampleHistory } from './telemetry/history.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 import { Telemetry } from './telemetry/samples.ts';
@@ -86,7 +89,7 @@ export function createApp({
   const samples = new SampleHistory(storage.db);
   const sessions = new ChargingHistory(storage.db);
   const plannerStatus = new PlannerStatus(storage.db, planner);
-  const ownerData = new OwnerData({ devices, samples, consumption, sessions });
+  const ownerData = new OwnerData({ devices, samples, consumption, sessions, samplesReader: () => exportReader(storage.db) });
   // What the server holds in memory of an installation that the `purge` command deletes.
   const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
   const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
@@ -105,6 +108,7 @@ export function createApp({
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
     .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }))
+    .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })))
     .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };

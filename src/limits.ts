@@ -57,7 +57,13 @@ export const limits = {
   /** How often the server checks whether the `purge` command deleted an installation. */
   purgeCheckMs: 500,
   /** Samples deleted by one write of a purge or of the retention: small, so ingest writes go on between them. */
-  deleteBatchSamples: 2000,
+  deleteBatchSamples: 1000,
+  /**
+   * After each such write, a pause of this many times its length (at most `deletionPauseMaxMs`): deletions
+   * take a third of the writer's time at most.
+   */
+  deletionPauseFactor: 2,
+  deletionPauseMaxMs: 200,
   /** How often samples past TELEMETRY_RETENTION_DAYS are deleted (also once at start). */
   retentionIntervalMs: 3_600_000,
   /** Largest TELEMETRY_RETENTION_DAYS (100 years). */
@@ -123,8 +129,20 @@ export const limits = {
   plannerMarkRetryMs: 1000,
   /** Of the failed writes of outcomes in a row (one per `plannerMarkRetryMs`), the first and then every this many are logged: once a minute. */
   plannerMarkFailuresLogged: 60,
-  /** Rows read by one statement of an export or a history read: what an export holds in memory at once. */
-  exportPageRows: 1000,
+  /**
+   * Rows read by one statement of an export or a history read: what an export holds in memory at once,
+   * and what it writes in one turn of the event loop (small, so requests are answered between pages).
+   */
+  exportPageRows: 128,
+  /**
+   * An export's turn of the event loop that other work took longer than this (ms) is followed by a wait
+   * of `exportYieldFactor` times that work (at most `exportYieldMaxMs`) before its next page.
+   */
+  exportBusyMs: 0.2,
+  /** Page cache of an export's own read connection, in KiB. */
+  exportCacheKiB: 1024,
+  exportYieldFactor: 4,
+  exportYieldMaxMs: 20,
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
   sessionsPageMax: 1000,

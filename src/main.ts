@@ -15,8 +15,9 @@ const SERVE_USAGE = `  ev-ingest [serve]              serve (configuration from 
 
 const CONFIGURATION = `Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
 APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
-PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY. Secrets also accept
-<NAME>_FILE. The devices, backup, status and purge commands need only DATABASE_PATH. See README.md.`;
+PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY, TELEMETRY_RETENTION_DAYS.
+Secrets also accept <NAME>_FILE. The devices, backup, status and purge commands need only
+DATABASE_PATH. See README.md.`;
 
 const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric cars
 

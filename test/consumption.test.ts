@@ -109,6 +109,7 @@ describe('PUT /v1/consumption/daily', () => {
         hours: 0.31,
         soc_drop: 3,
         soh_percent: 97.5,
+        snapshot: 0,
       },
     ]);
   });
@@ -127,7 +128,7 @@ describe('PUT /v1/consumption/daily', () => {
     expect(service.storage.db.query('SELECT sum(chunks) AS n, count(*) AS days FROM consumption_days').get()).toEqual({ n: 1, days: 1 });
   });
 
-  test('ignores unknown top-level fields such as an older app’s lifetime, and takes null as absent', async () => {
+  test('an older app’s lifetime object is not taken as the lifetime; unknown fields are ignored, null is absent', async () => {
     await put(chunk({ lifetime: { km: 5000, kwh: 800, hours: 90, socDrop: 1000 }, sohPercent: null, extra: 'x' }));
     expect(await history()).toEqual({
       records: [{ date: '2026-11-25', day: day(10), lifetime: day(10) }],

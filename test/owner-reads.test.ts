@@ -29,7 +29,9 @@ const session = (sessionId: string, startedAt: number, installationId = INSTALLA
 });
 
 async function putSession(sessionId: string, startedAt: number, installationId = INSTALLATION) {
-  const response = await service.request('PUT', `/v1/charging-sessions/${sessionId}`, { body: session(sessionId, startedAt, installationId) });
+  const response = await service.request('PUT', `/v1/charging-sessions/${sessionId}`, {
+    body: session(sessionId, startedAt, installationId),
+  });
   expect(response.status).toBe(204);
 }
 
@@ -101,25 +103,48 @@ describe('charging sessions', () => {
       isDemo: true,
       receivedAt: new Date(clock).toISOString(),
     });
-    expect(service.sessions.one(INSTALLATION, 's4')).toEqual({ ...first.sessions[0]!, curve: [{ timestampMs: 1_764_000_004_000, powerKw: 50 }] });
+    expect(service.sessions.one(INSTALLATION, 's4')).toEqual({
+      ...first.sessions[0]!,
+      curve: [{ timestampMs: 1_764_000_004_000, powerKw: 50 }],
+    });
     expect(service.sessions.one(OTHER_INSTALLATION, 's4')).toBeNull();
     expect([...service.sessions.rows(INSTALLATION)].map((s) => s.sessionId)).toEqual(['s4', 's3', 's2', 's1', 's0']);
   });
 
   test('a cursor not made by the list is a 400 naming before', () => {
-    expect(() => service.sessions.list(INSTALLATION, { before: 'bm90LWEtY3Vyc29y' })).toThrow('before is not a cursor of this list');
+    expect(() => service.sessions.list(INSTALLATION, { before: 'bm90LWEtY3Vyc29y' })).toThrow(
+      'before is not a cursor of this list',
+    );
   });
 });
 
 describe('consumption days', () => {
   test('every day oldest first with the running lifetime sums', async () => {
-    for (const [date, km, sohPercent] of [['2026-11-24', 10, 97.5], ['2026-11-23', 5, undefined]] as const) {
-      const chunk = consumptionChunk({ date, recordedAt: Date.parse(date) + 1000, day: { km, kwh: 2, hours: 0.5, socDrop: 1 }, sohPercent });
+    for (const [date, km, sohPercent] of [
+      ['2026-11-24', 10, 97.5],
+      ['2026-11-23', 5, undefined],
+    ] as const) {
+      const chunk = consumptionChunk({
+        date,
+        recordedAt: Date.parse(date) + 1000,
+        day: { km, kwh: 2, hours: 0.5, socDrop: 1 },
+        sohPercent,
+      });
       expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
     }
     expect([...service.consumption.days(INSTALLATION)]).toEqual([
-      { date: '2026-11-23', day: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 }, sohPercent: null, lifetime: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 } },
-      { date: '2026-11-24', day: { km: 10, kwh: 2, hours: 0.5, socDrop: 1 }, sohPercent: 97.5, lifetime: { km: 15, kwh: 4, hours: 1, socDrop: 2 } },
+      {
+        date: '2026-11-23',
+        day: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 },
+        sohPercent: null,
+        lifetime: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 },
+      },
+      {
+        date: '2026-11-24',
+        day: { km: 10, kwh: 2, hours: 0.5, socDrop: 1 },
+        sohPercent: 97.5,
+        lifetime: { km: 15, kwh: 4, hours: 1, socDrop: 2 },
+      },
     ]);
     expect([...service.consumption.days(OTHER_INSTALLATION)]).toEqual([]);
   });
@@ -153,10 +178,19 @@ describe('installations and planner status', () => {
 
 describe('exports', () => {
   test('telemetry as NDJSON, oldest first, one sample a line', async () => {
-    await postSamples(INSTALLATION, [{ utc: UTC + 1, soc: 50 }, { utc: UTC, lat: 48.1, lon: 11.5 }]);
+    await postSamples(INSTALLATION, [
+      { utc: UTC + 1, soc: 50 },
+      { utc: UTC, lat: 48.1, lon: 11.5 },
+    ]);
     const exported = service.ownerData.exportStream('telemetry', INSTALLATION, 'ndjson');
     expect(exported.filename).toBe(`telemetry-${INSTALLATION}.ndjson`);
-    const lines = (await new Response(exported.body).text()).trimEnd().split('\n').map((line) => JSON.parse(line));
-    expect(lines).toEqual([{ utc: UTC, lat: 48.1, lon: 11.5 }, { utc: UTC + 1, soc: 50 }]);
+    const lines = (await new Response(exported.body).text())
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toEqual([
+      { utc: UTC, lat: 48.1, lon: 11.5 },
+      { utc: UTC + 1, soc: 50 },
+    ]);
   });
 });

@@ -6,7 +6,14 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sampleFieldNames, sampleFields } from '../src/telemetry/fields.ts';
-import { answer, consumptionChunk, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import {
+  answer,
+  consumptionChunk,
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  startTestService,
+  type TestService,
+} from './support.ts';
 
 let service: TestService;
 const RECEIVED = 1_764_100_000_000;
@@ -24,7 +31,13 @@ async function postSamples(samples: Record<string, unknown>[], installationId = 
 }
 
 async function putSession(sessionId: string, startedAt: number, installationId = INSTALLATION) {
-  const body = { installationId, startedAt, endedAt: startedAt + 60_000, energyKwh: 10, curve: [{ timestampMs: startedAt, powerKw: 11.5 }] };
+  const body = {
+    installationId,
+    startedAt,
+    endedAt: startedAt + 60_000,
+    energyKwh: 10,
+    curve: [{ timestampMs: startedAt, powerKw: 11.5 }],
+  };
   expect((await service.request('PUT', `/v1/charging-sessions/${sessionId}`, { body })).status).toBe(204);
 }
 
@@ -106,7 +119,11 @@ describe('GET /v1/charging-sessions', () => {
       if (page.next === null) break;
       path = `/v1/charging-sessions?installationId=${INSTALLATION}&limit=2&before=${encodeURIComponent(page.next)}`;
     }
-    expect(pages).toEqual([['s4', 's3'], ['same-start', 's2'], ['s1', 's0']]);
+    expect(pages).toEqual([
+      ['s4', 's3'],
+      ['same-start', 's2'],
+      ['s1', 's0'],
+    ]);
     expect(await answer(await get(`/v1/charging-sessions?installationId=${INSTALLATION}&limit=1`))).toEqual({
       status: 200,
       body: { sessions: [listed('s4', STARTED + 4000)], next: expect.any(String) },
@@ -116,9 +133,11 @@ describe('GET /v1/charging-sessions', () => {
   test('from ≤ startedAt ≤ to; empty when nothing matches; 100 by default', async () => {
     for (let i = 0; i < 4; i++) await putSession(`s${i}`, STARTED + i * 1000);
     const ids = async (query: string) =>
-      ((await (await get(`/v1/charging-sessions?installationId=${INSTALLATION}${query}`)).json()) as { sessions: { sessionId: string }[] }).sessions.map(
-        (s) => s.sessionId,
-      );
+      (
+        (await (await get(`/v1/charging-sessions?installationId=${INSTALLATION}${query}`)).json()) as {
+          sessions: { sessionId: string }[];
+        }
+      ).sessions.map((s) => s.sessionId);
     expect(await ids(`&from=${STARTED + 1000}&to=${STARTED + 2000}`)).toEqual(['s2', 's1']);
     expect(await ids(`&from=${STARTED + 3000}`)).toEqual(['s3']);
     expect(await ids(`&to=${STARTED}`)).toEqual(['s0']);
@@ -127,7 +146,10 @@ describe('GET /v1/charging-sessions', () => {
       body: { sessions: [], next: null },
     });
     for (let i = 4; i < 101; i++) await putSession(`t${i}`, STARTED + i * 1000);
-    const { sessions, next } = (await (await get(`/v1/charging-sessions?installationId=${INSTALLATION}`)).json()) as { sessions: unknown[]; next: string };
+    const { sessions, next } = (await (await get(`/v1/charging-sessions?installationId=${INSTALLATION}`)).json()) as {
+      sessions: unknown[];
+      next: string;
+    };
     expect([sessions.length, typeof next]).toEqual([100, 'string']);
   });
 
@@ -144,7 +166,8 @@ describe('GET /v1/charging-sessions', () => {
       [`?installationId=${INSTALLATION}&before=garbage`, 'before is not a cursor of this list'],
       [`?installationId=${INSTALLATION}&format=xml`, 'format must be one of csv, ndjson'],
     ];
-    for (const [query, error] of cases) expect(await answer(await get(`/v1/charging-sessions${query}`))).toEqual({ status: 400, body: { error } });
+    for (const [query, error] of cases)
+      expect(await answer(await get(`/v1/charging-sessions${query}`))).toEqual({ status: 400, body: { error } });
   });
 });
 
@@ -158,7 +181,10 @@ describe('GET /v1/charging-sessions/{sessionId}', () => {
     const missing = { status: 404, body: { error: 'charging session not found' } };
     expect(await answer(await get(`/v1/charging-sessions/s1?installationId=${OTHER_INSTALLATION}`))).toEqual(missing);
     expect(await answer(await get(`/v1/charging-sessions/s2?installationId=${INSTALLATION}`))).toEqual(missing);
-    expect(await answer(await get('/v1/charging-sessions/s1'))).toEqual({ status: 400, body: { error: 'installationId is required' } });
+    expect(await answer(await get('/v1/charging-sessions/s1'))).toEqual({
+      status: 400,
+      body: { error: 'installationId is required' },
+    });
     expect((await answer(await get(`/v1/charging-sessions/-bad?installationId=${INSTALLATION}`))).body).toEqual({
       error: 'sessionId must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
     });
@@ -167,13 +193,30 @@ describe('GET /v1/charging-sessions/{sessionId}', () => {
 
 describe('GET /v1/telemetry/latest/{installationId}', () => {
   test('the newest sample with receivedAt and every stored field; 404 "no samples"; 400 for a bad id', async () => {
-    expect(await answer(await get(`/v1/telemetry/latest/${INSTALLATION}`))).toEqual({ status: 404, body: { error: 'no samples' } });
-    await postSamples([{ utc: UTC, soc: 50 }, { utc: UTC + 5, soc: 49.5, lat: 48.1, lon: 11.5, is_parked: false }]);
+    expect(await answer(await get(`/v1/telemetry/latest/${INSTALLATION}`))).toEqual({
+      status: 404,
+      body: { error: 'no samples' },
+    });
+    await postSamples([
+      { utc: UTC, soc: 50 },
+      { utc: UTC + 5, soc: 49.5, lat: 48.1, lon: 11.5, is_parked: false },
+    ]);
     expect(await answer(await get(`/v1/telemetry/latest/${INSTALLATION}`))).toEqual({
       status: 200,
-      body: { installationId: INSTALLATION, utc: UTC + 5, receivedAt: new Date(RECEIVED).toISOString(), soc: 49.5, lat: 48.1, lon: 11.5, is_parked: 0 },
+      body: {
+        installationId: INSTALLATION,
+        utc: UTC + 5,
+        receivedAt: new Date(RECEIVED).toISOString(),
+        soc: 49.5,
+        lat: 48.1,
+        lon: 11.5,
+        is_parked: 0,
+      },
     });
-    expect(await answer(await get('/v1/telemetry/latest/not-a-uuid'))).toEqual({ status: 400, body: { error: 'installationId must be a UUID' } });
+    expect(await answer(await get('/v1/telemetry/latest/not-a-uuid'))).toEqual({
+      status: 400,
+      body: { error: 'installationId must be a UUID' },
+    });
   });
 });
 
@@ -230,8 +273,12 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
     const { response, text } = await exported(`/v1/telemetry/export/${INSTALLATION}?format=ndjson`);
     expect(response.headers.get('content-type')).toBe('application/x-ndjson');
     expect(text.endsWith('\n')).toBe(true);
-    const lines = text.slice(0, -1).split('\n').map((line) => JSON.parse(line));
-    const withoutAbsent = (row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).filter(([, v]) => v !== null));
+    const lines = text
+      .slice(0, -1)
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const withoutAbsent = (row: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(row).filter(([, v]) => v !== null));
     expect(lines).toEqual(storedSamples().map(withoutAbsent));
   });
 
@@ -241,7 +288,9 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
     expect(response.headers.get('content-type')).toBe('application/gpx+xml');
     expect(response.headers.get('content-disposition')).toBe(`attachment; filename="telemetry-${INSTALLATION}.gpx"`);
     expect(xmllint(text)).toEqual({ exitCode: 0, stderr: '' });
-    const geo = gpxToGeoJson(new DOMParser().parseFromString(text, 'text/xml') as unknown as Parameters<typeof gpxToGeoJson>[0]);
+    const geo = gpxToGeoJson(
+      new DOMParser().parseFromString(text, 'text/xml') as unknown as Parameters<typeof gpxToGeoJson>[0],
+    );
     const track = geo.features[0]!;
     expect(geo.features.length).toBe(1);
     expect(track.geometry).toEqual({
@@ -284,7 +333,10 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
       ['?format=', 'format must be one of csv, ndjson, gpx'],
     ];
     for (const [query, error] of cases) {
-      expect(await answer(await get(`/v1/telemetry/export/${INSTALLATION}${query}`))).toEqual({ status: 400, body: { error } });
+      expect(await answer(await get(`/v1/telemetry/export/${INSTALLATION}${query}`))).toEqual({
+        status: 400,
+        body: { error },
+      });
     }
   });
 
@@ -292,14 +344,27 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
     const samples = Array.from({ length: 2500 }, (_, i) => ({ utc: UTC - 3000 + i, soc: i % 100 }));
     for (let i = 0; i < samples.length; i += 500) await postSamples(samples.slice(i, i + 500));
     const { text } = await exported(`/v1/telemetry/export/${INSTALLATION}?format=ndjson`);
-    expect(text.split('\n').filter(Boolean).map((line) => JSON.parse(line).utc)).toEqual(samples.map((s) => s.utc));
+    expect(
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line).utc),
+    ).toEqual(samples.map((s) => s.utc));
   });
 });
 
 describe('GET /v1/consumption/export/{installationId}', () => {
   async function putDays() {
-    for (const [date, km, sohPercent] of [['2026-11-24', 10.25, 97.5], ['2026-11-23', 5, undefined]] as const) {
-      const chunk = consumptionChunk({ date, recordedAt: Date.parse(date) + 1000, day: { km, kwh: 2, hours: 0.5, socDrop: 1 }, sohPercent });
+    for (const [date, km, sohPercent] of [
+      ['2026-11-24', 10.25, 97.5],
+      ['2026-11-23', 5, undefined],
+    ] as const) {
+      const chunk = consumptionChunk({
+        date,
+        recordedAt: Date.parse(date) + 1000,
+        day: { km, kwh: 2, hours: 0.5, socDrop: 1 },
+        sohPercent,
+      });
       expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
     }
   }
@@ -309,16 +374,46 @@ describe('GET /v1/consumption/export/{installationId}', () => {
     const { response, text } = await exported(`/v1/consumption/export/${INSTALLATION}`);
     expect(response.headers.get('content-disposition')).toBe(`attachment; filename="consumption-${INSTALLATION}.csv"`);
     expect(parseCsv(text, { columns: true })).toEqual([
-      { date: '2026-11-23', km: '5', kwh: '2', hours: '0.5', socDrop: '1', sohPercent: '', lifetimeKm: '5', lifetimeKwh: '2', lifetimeHours: '0.5', lifetimeSocDrop: '1' },
-      { date: '2026-11-24', km: '10.25', kwh: '2', hours: '0.5', socDrop: '1', sohPercent: '97.5', lifetimeKm: '15.25', lifetimeKwh: '4', lifetimeHours: '1', lifetimeSocDrop: '2' },
+      {
+        date: '2026-11-23',
+        km: '5',
+        kwh: '2',
+        hours: '0.5',
+        socDrop: '1',
+        sohPercent: '',
+        lifetimeKm: '5',
+        lifetimeKwh: '2',
+        lifetimeHours: '0.5',
+        lifetimeSocDrop: '1',
+      },
+      {
+        date: '2026-11-24',
+        km: '10.25',
+        kwh: '2',
+        hours: '0.5',
+        socDrop: '1',
+        sohPercent: '97.5',
+        lifetimeKm: '15.25',
+        lifetimeKwh: '4',
+        lifetimeHours: '1',
+        lifetimeSocDrop: '2',
+      },
     ]);
   });
 
   test('NDJSON: one day a line; the last lifetime equals the history lifetime; empty without chunks', async () => {
     await putDays();
     const { text } = await exported(`/v1/consumption/export/${INSTALLATION}?format=ndjson`);
-    const days = text.trimEnd().split('\n').map((line) => JSON.parse(line));
-    expect(days[0]).toEqual({ date: '2026-11-23', day: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 }, sohPercent: null, lifetime: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 } });
+    const days = text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(days[0]).toEqual({
+      date: '2026-11-23',
+      day: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 },
+      sohPercent: null,
+      lifetime: { km: 5, kwh: 2, hours: 0.5, socDrop: 1 },
+    });
     const history = (await (await get(`/v1/consumption/history/${INSTALLATION}`)).json()) as { lifetime: unknown };
     expect(days.at(-1).lifetime).toEqual(history.lifetime);
     expect((await exported(`/v1/consumption/export/${OTHER_INSTALLATION}?format=ndjson`)).text).toBe('');
@@ -332,15 +427,26 @@ describe('GET /v1/consumption/export/{installationId}', () => {
 describe('GET /v1/charging-sessions?format=…', () => {
   test('every session of the range, newest first, one a row, no paging and no curve', async () => {
     for (let i = 0; i < 3; i++) await putSession(`s${i}`, STARTED + i * 1000);
-    const csv = await exported(`/v1/charging-sessions?installationId=${INSTALLATION}&format=csv&limit=1&to=${STARTED + 1000}`);
-    expect(csv.response.headers.get('content-disposition')).toBe(`attachment; filename="charging-sessions-${INSTALLATION}.csv"`);
+    const csv = await exported(
+      `/v1/charging-sessions?installationId=${INSTALLATION}&format=csv&limit=1&to=${STARTED + 1000}`,
+    );
+    expect(csv.response.headers.get('content-disposition')).toBe(
+      `attachment; filename="charging-sessions-${INSTALLATION}.csv"`,
+    );
     const records = parseCsv(csv.text, { columns: true }) as Record<string, string>[];
     expect(records.map((r) => r.sessionId)).toEqual(['s1', 's0']);
     expect(records[0]).toEqual(
-      Object.fromEntries(Object.entries(listed('s1', STARTED + 1000)).map(([k, v]) => [k, v === null ? '' : String(v)])),
+      Object.fromEntries(
+        Object.entries(listed('s1', STARTED + 1000)).map(([k, v]) => [k, v === null ? '' : String(v)]),
+      ),
     );
     const ndjson = await exported(`/v1/charging-sessions?installationId=${INSTALLATION}&format=ndjson`);
-    expect(ndjson.text.trimEnd().split('\n').map((line) => JSON.parse(line))).toEqual([2, 1, 0].map((i) => listed(`s${i}`, STARTED + i * 1000)));
+    expect(
+      ndjson.text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([2, 1, 0].map((i) => listed(`s${i}`, STARTED + i * 1000)));
   });
 });
 
@@ -348,7 +454,16 @@ describe('GET /v1/planner/status/{installationId}', () => {
   test('the stored facts and forwarding off, for an installation never seen', async () => {
     expect(await answer(await get(`/v1/planner/status/${OTHER_INSTALLATION}`))).toEqual({
       status: 200,
-      body: { forwarding: false, waiting: 0, sent: 0, givenUp: 0, lastSentAt: null, lastSentUtc: null, lastFailure: null, nextAttemptAt: null },
+      body: {
+        forwarding: false,
+        waiting: 0,
+        sent: 0,
+        givenUp: 0,
+        lastSentAt: null,
+        lastSentUtc: null,
+        lastFailure: null,
+        nextAttemptAt: null,
+      },
     });
   });
 });

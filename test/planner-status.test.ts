@@ -19,7 +19,11 @@ afterEach(async () => {
 
 /** Backoffs are recorded and skipped at once; other waits run 20 times faster. */
 function fastTimers(backoffs: number[] = []): PlannerTimers {
-  return { backoff: (ms, wake) => (backoffs.push(ms), after(0, wake)), delay: (ms, expire) => after(ms / 20, expire), random: () => 0.5 };
+  return {
+    backoff: (ms, wake) => (backoffs.push(ms), after(0, wake)),
+    delay: (ms, expire) => after(ms / 20, expire),
+    random: () => 0.5,
+  };
 }
 
 function planner(reply?: FakePlanner['reply']): FakePlanner {
@@ -28,9 +32,14 @@ function planner(reply?: FakePlanner['reply']): FakePlanner {
   return fake;
 }
 
-const forwarding = (fake: FakePlanner): Partial<Config> => ({ planner: { url: fake.url, apiKey: KEY, defaultToken: TOKEN, tokens: new Map() } });
+const forwarding = (fake: FakePlanner): Partial<Config> => ({
+  planner: { url: fake.url, apiKey: KEY, defaultToken: TOKEN, tokens: new Map() },
+});
 
-async function service(config: Partial<Config>, { dir, timers = fastTimers(), elapsed }: { dir?: string; timers?: PlannerTimers; elapsed?: () => number } = {}) {
+async function service(
+  config: Partial<Config>,
+  { dir, timers = fastTimers(), elapsed }: { dir?: string; timers?: PlannerTimers; elapsed?: () => number } = {},
+) {
   const started = await startTestService(config, { dir, plannerTimers: timers, now: () => NOW, elapsed });
   cleanups.push(() => started.close());
   return started;
@@ -39,16 +48,28 @@ async function service(config: Partial<Config>, { dir, timers = fastTimers(), el
 const post = (target: TestService, samples: Record<string, number>[]) =>
   target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } });
 
-const status = async (target: TestService, installationId = INSTALLATION) => answer(await target.request('GET', `/v1/planner/status/${installationId}`));
+const status = async (target: TestService, installationId = INSTALLATION) =>
+  answer(await target.request('GET', `/v1/planner/status/${installationId}`));
 
 const ISO_NOW = new Date(NOW).toISOString();
-const NEVER = { waiting: 0, sent: 0, givenUp: 0, lastSentAt: null, lastSentUtc: null, lastFailure: null, nextAttemptAt: null };
+const NEVER = {
+  waiting: 0,
+  sent: 0,
+  givenUp: 0,
+  lastSentAt: null,
+  lastSentUtc: null,
+  lastFailure: null,
+  nextAttemptAt: null,
+};
 
 test('sent: counted with the newest utc and when it was accepted', async () => {
   const fake = planner();
   const target = await service(forwarding(fake));
   expect((await status(target)).body).toEqual({ forwarding: true, ...NEVER });
-  await post(target, [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 49 }]);
+  await post(target, [
+    { utc: T0, soc: 50 },
+    { utc: T0 + 1, soc: 49 },
+  ]);
   await target.planner.idle();
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
   expect(await status(target)).toEqual({
@@ -76,13 +97,21 @@ test('retried, then sent: the failed attempt is the last failure, by status or b
   await target.planner.idle();
   const { body } = (await status(target)) as { body: { givenUp: number; lastFailure: unknown } };
   expect(body.givenUp).toBe(1);
-  expect(body.lastFailure).toEqual({ at: ISO_NOW, status: null, error: expect.stringMatching(/^[A-Za-z]+$/), attempt: 5 });
+  expect(body.lastFailure).toEqual({
+    at: ISO_NOW,
+    status: null,
+    error: expect.stringMatching(/^[A-Za-z]+$/),
+    attempt: 5,
+  });
 });
 
 test('given up at once on a 400, after the 5th failure otherwise; the facts match what the planner saw', async () => {
   const fake = planner((request) => (request.tlm.utc === T0 ? { status: 400 } : { status: 500 }));
   const target = await service(forwarding(fake));
-  await post(target, [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 49 }]);
+  await post(target, [
+    { utc: T0, soc: 50 },
+    { utc: T0 + 1, soc: 49 },
+  ]);
   await target.planner.idle();
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 1, T0 + 1, T0 + 1, T0 + 1]);
   expect((await status(target)).body).toEqual({
@@ -98,8 +127,14 @@ test('waiting across a stop and a restart: stored facts survive, the restart sen
   const down = planner(() => ({ status: 503 }));
   // The backoff after the first failure never ends by itself: the sample waits until the stop.
   const backoffs: number[] = [];
-  const first = await service(forwarding(down), { dir, timers: { ...fastTimers(), backoff: (ms) => (backoffs.push(ms), () => {}) } });
-  await post(first, [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 49 }]);
+  const first = await service(forwarding(down), {
+    dir,
+    timers: { ...fastTimers(), backoff: (ms) => (backoffs.push(ms), () => {}) },
+  });
+  await post(first, [
+    { utc: T0, soc: 50 },
+    { utc: T0 + 1, soc: 49 },
+  ]);
   await down.waitFor(1);
   while (backoffs.length === 0) await Bun.sleep(5);
   expect((await status(first)).body).toEqual({
@@ -138,7 +173,9 @@ test('without forwarding: stored samples are not waiting; the command lists ever
   const dir = tempDir();
   const target = await service({}, { dir });
   await post(target, [{ utc: T0, soc: 50 }]);
-  await target.request('POST', '/v1/telemetry', { body: { installationId: OTHER_INSTALLATION, samples: [{ utc: T0, soc: 1 }] } });
+  await target.request('POST', '/v1/telemetry', {
+    body: { installationId: OTHER_INSTALLATION, samples: [{ utc: T0, soc: 1 }] },
+  });
   expect((await status(target)).body).toEqual({ forwarding: false, ...NEVER });
   await target.close();
   const { stdout } = await runStatusCommand(join(dir, 'ev-ingest.db'));
@@ -151,7 +188,8 @@ test('planner.sent: the first success at once, then at most once a minute with t
   let failNext = false;
   const fake = planner(() => (failNext ? ((failNext = false), { status: 503 }) : {}));
   const target = await service(forwarding(fake), { elapsed: () => clock });
-  const sentLines = () => target.log.lines.filter((line) => line.includes('planner.sent')).map((line) => line.replace(/^.* info /, ''));
+  const sentLines = () =>
+    target.log.lines.filter((line) => line.includes('planner.sent')).map((line) => line.replace(/^.* info /, ''));
   const send = async (utc: number) => {
     await post(target, [{ utc, soc: 1 }]);
     await target.planner.idle();
@@ -181,6 +219,10 @@ async function runStatusCommand(databasePath: string) {
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
   return { code, stdout, stderr };
 }

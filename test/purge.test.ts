@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
-import { consumptionChunk, INSTALLATION, OTHER_INSTALLATION, overSocket, tempDir, testConfig, waitUntil } from './support.ts';
+import {
+  consumptionChunk,
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  overSocket,
+  tempDir,
+  testConfig,
+  waitUntil,
+} from './support.ts';
 
 const KEY = 'planner-api-key-for-purge-tests';
 const PURGED_TOKEN = 'planner-token-of-the-purged-car-01';
@@ -27,7 +35,11 @@ async function runPurge(databasePath: string, args: string[], input = '') {
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
   return { code, stdout, stderr };
 }
 
@@ -36,12 +48,25 @@ function rowsOf(databasePath: string, installationId: string): Record<string, nu
   const db = new Database(databasePath, { readonly: true });
   try {
     const count = (sql: string) => db.query<{ n: number }, [string]>(sql).get(installationId)!.n;
-    const tables = ['devices', 'consumption_chunks', 'consumption_days', 'consumption_lifetimes', 'charging_sessions', 'planner_status', 'purges'];
+    const tables = [
+      'devices',
+      'consumption_chunks',
+      'consumption_days',
+      'consumption_lifetimes',
+      'charging_sessions',
+      'planner_status',
+      'purges',
+    ];
     return {
-      samples: count('SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?'),
+      samples: count(
+        'SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?',
+      ),
       installations: count('SELECT count(*) AS n FROM installations WHERE uuid = ?'),
-      ...Object.fromEntries(tables.map((table) => [table, count(`SELECT count(*) AS n FROM ${table} WHERE installation_id = ?`)])),
-      detached: db.query<{ n: number }, []>("SELECT count(*) AS n FROM installations WHERE uuid LIKE 'purged:%'").get()!.n,
+      ...Object.fromEntries(
+        tables.map((table) => [table, count(`SELECT count(*) AS n FROM ${table} WHERE installation_id = ?`)]),
+      ),
+      detached: db.query<{ n: number }, []>("SELECT count(*) AS n FROM installations WHERE uuid LIKE 'purged:%'").get()!
+        .n,
     };
   } finally {
     db.close();
@@ -65,7 +90,10 @@ async function storedBeside(): Promise<Stored> {
   const fake = startFakePlanner(() => (plannerUp ? {} : { status: 503 }));
   cleanups.push(() => fake.stop());
   const dir = tempDir();
-  const tokens = new Map([[INSTALLATION, PURGED_TOKEN], [OTHER_INSTALLATION, KEPT_TOKEN]]);
+  const tokens = new Map([
+    [INSTALLATION, PURGED_TOKEN],
+    [OTHER_INSTALLATION, KEPT_TOKEN],
+  ]);
   const config = testConfig(dir, { planner: { url: fake.url, apiKey: KEY, defaultToken: null, tokens } });
   const log = createMemoryLogger();
   const server = await serve(config, log);
@@ -74,16 +102,34 @@ async function storedBeside(): Promise<Stored> {
   for (const installationId of [INSTALLATION, OTHER_INSTALLATION]) {
     const samples = Array.from({ length: 5 }, (_, i) => ({ utc: T0 + i, soc: 50 + i, lat: 48.1, lon: 11.5 }));
     expect((await client.request('POST', '/v1/telemetry', { body: { installationId, samples } })).status).toBe(200);
-    expect((await client.request('PUT', '/v1/consumption/daily', { body: consumptionChunk({ installationId }) })).status).toBe(204);
+    expect(
+      (await client.request('PUT', '/v1/consumption/daily', { body: consumptionChunk({ installationId }) })).status,
+    ).toBe(204);
     const session = { installationId, startedAt: T0 * 1000, endedAt: T0 * 1000 + 60_000, energyKwh: 5 };
     expect((await client.request('PUT', '/v1/charging-sessions/s1', { body: session })).status).toBe(204);
     // Read once, so the history answer is cached.
-    expect(((await (await client.request('GET', `/v1/consumption/history/${installationId}`)).json()) as { records: unknown[] }).records.length).toBe(1);
+    expect(
+      (
+        (await (await client.request('GET', `/v1/consumption/history/${installationId}`)).json()) as {
+          records: unknown[];
+        }
+      ).records.length,
+    ).toBe(1);
   }
   const carToken = (await server.service.devices.pair(INSTALLATION, 'car')).token;
-  expect((await client.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: carToken })).status).toBe(200);
+  expect((await client.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: carToken })).status).toBe(
+    200,
+  );
   await fake.waitFor(2); // the first sample of each installation was tried and refused: both wait out a backoff
-  return { server, fake, client, log, databasePath: config.databasePath, carToken, plannerUp: () => void (plannerUp = true) };
+  return {
+    server,
+    fake,
+    client,
+    log,
+    databasePath: config.databasePath,
+    carToken,
+    plannerUp: () => void (plannerUp = true),
+  };
 }
 
 test('purge --yes beside a running server: no row left, the other installation untouched, the server forgets within a second', async () => {
@@ -115,14 +161,19 @@ test('purge --yes beside a running server: no row left, the other installation u
   expect(rowsOf(databasePath, OTHER_INSTALLATION)).toEqual(keptBefore);
 
   // Within a second: the cached history answers empty, the car's token is refused.
-  await waitUntil(() => stored.log.lines.some((line) => line.includes(`purge.applied installation=${INSTALLATION}`)), 1000);
+  await waitUntil(
+    () => stored.log.lines.some((line) => line.includes(`purge.applied installation=${INSTALLATION}`)),
+    1000,
+  );
   expect(Date.now() - purgedAt).toBeLessThan(1000);
   expect(await (await client.request('GET', `/v1/consumption/history/${INSTALLATION}`)).json()).toEqual({
     records: [],
     lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 },
   });
   await waitUntil(() => stored.server.service.devices.size === 0, 1000);
-  expect((await client.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: stored.carToken })).status).toBe(401);
+  expect(
+    (await client.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: stored.carToken })).status,
+  ).toBe(401);
   expect((await client.request('GET', `/v1/telemetry/latest/${INSTALLATION}`)).status).toBe(404);
 
   // The planner comes back: the kept installation's samples go out, none of the purged one's.
@@ -130,7 +181,9 @@ test('purge --yes beside a running server: no row left, the other installation u
   stored.plannerUp();
   await waitUntil(() => fake.utcsOf(KEPT_TOKEN).includes(T0 + 4), 10_000);
   expect(fake.utcsOf(PURGED_TOKEN).length).toBe(before);
-  expect(await (await client.request('GET', `/v1/telemetry/latest/${OTHER_INSTALLATION}`)).json()).toMatchObject({ utc: T0 + 4 });
+  expect(await (await client.request('GET', `/v1/telemetry/latest/${OTHER_INSTALLATION}`)).json()).toMatchObject({
+    utc: T0 + 4,
+  });
 });
 
 test('without --yes the id must be typed again: anything else deletes nothing', async () => {
@@ -138,7 +191,9 @@ test('without --yes the id must be typed again: anything else deletes nothing', 
   const before = rowsOf(databasePath, INSTALLATION);
   const refused = await runPurge(databasePath, [INSTALLATION], 'no\n');
   expect(refused.code).toBe(1);
-  expect(refused.stderr).toBe(`Type ${INSTALLATION} to delete all of its data, or anything else to stop: ev-ingest: not confirmed; nothing was deleted\n`);
+  expect(refused.stderr).toBe(
+    `Type ${INSTALLATION} to delete all of its data, or anything else to stop: ev-ingest: not confirmed; nothing was deleted\n`,
+  );
   expect(rowsOf(databasePath, INSTALLATION)).toEqual(before);
   expect((await runPurge(databasePath, [INSTALLATION], '')).code).toBe(1);
   const confirmed = await runPurge(databasePath, [INSTALLATION.toUpperCase()], `${INSTALLATION}\n`);
@@ -148,7 +203,11 @@ test('without --yes the id must be typed again: anything else deletes nothing', 
 
 test('an id that is not a UUID, or holds nothing, is refused', async () => {
   const { databasePath } = await storedBeside();
-  expect(await runPurge(databasePath, ['nope', '--yes'])).toEqual({ code: 2, stdout: '', stderr: 'ev-ingest: "nope" is not an installation id (a UUID)\n' });
+  expect(await runPurge(databasePath, ['nope', '--yes'])).toEqual({
+    code: 2,
+    stdout: '',
+    stderr: 'ev-ingest: "nope" is not an installation id (a UUID)\n',
+  });
   const unknown = '11111111-2222-4333-8444-555555555555';
   expect(await runPurge(databasePath, [unknown, '--yes'])).toEqual({
     code: 1,

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { ConfigError, serveConfig } from '../src/config.ts';
 import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
-import { countSamples, INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, tempDir, type TestService } from './support.ts';
+import {
+  countSamples,
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  OWNER_TOKEN,
+  startTestService,
+  tempDir,
+  type TestService,
+} from './support.ts';
 
 const NOW = 1_764_100_000_000;
 const NOW_UTC = NOW / 1000;
@@ -29,7 +37,9 @@ async function service(options: { forward?: boolean; dir?: string } = {}) {
 
 async function post(target: TestService, utcs: number[], installationId = INSTALLATION) {
   for (let i = 0; i < utcs.length; i += 1000) {
-    const samples = utcs.slice(i, i + 1000).map((utc) => ({ utc, soc: 50, power: 12.5, lat: 48.1, lon: 11.5, car_model: 'a car model name' }));
+    const samples = utcs
+      .slice(i, i + 1000)
+      .map((utc) => ({ utc, soc: 50, power: 12.5, lat: 48.1, lon: 11.5, car_model: 'a car model name' }));
     expect((await target.request('POST', '/v1/telemetry', { body: { installationId, samples } })).status).toBe(200);
   }
 }
@@ -41,9 +51,13 @@ const settle = (target: TestService, utcs: number[], state: typeof PlannerState.
   });
 
 const storedUtcs = (target: TestService) =>
-  target.storage.db.query<{ utc: number }, []>('SELECT utc FROM samples ORDER BY utc').all().map((row) => row.utc);
+  target.storage.db
+    .query<{ utc: number }, []>('SELECT utc FROM samples ORDER BY utc')
+    .all()
+    .map((row) => row.utc);
 
-const pragma = (target: TestService, name: string) => target.storage.db.query<Record<string, number>, []>(`PRAGMA ${name}`).get()![name]!;
+const pragma = (target: TestService, name: string) =>
+  target.storage.db.query<Record<string, number>, []>(`PRAGMA ${name}`).get()![name]!;
 
 const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
@@ -63,7 +77,11 @@ test('samples past the retention go, those waiting for the planner stay; the sta
   // The other installation's old sample waits for the planner too.
   expect(storedUtcs(target)).toEqual([...old.slice(6), NOW_UTC - 31 * DAY, ...recent]);
   expect(countSamples(target, OTHER_INSTALLATION)).toBe(1);
-  expect(await (await target.request('GET', `/v1/planner/status/${INSTALLATION}`)).json()).toMatchObject({ waiting: 8, sent: 1, givenUp: 0 });
+  expect(await (await target.request('GET', `/v1/planner/status/${INSTALLATION}`)).json()).toMatchObject({
+    waiting: 8,
+    sent: 1,
+    givenUp: 0,
+  });
   expect(target.log.lines.filter((line) => line.includes('retention.deleted'))).toEqual([
     expect.stringContaining(`retention.deleted samples=6 before=${NOW_UTC - 30 * DAY}`),
   ]);
@@ -77,7 +95,7 @@ test('more samples than a batch: every expired one goes, batch after batch, and 
   expect(storedUtcs(target)).toEqual([NOW_UTC - 30 * DAY, NOW_UTC - 10]);
 });
 
-test('a new database has incremental auto-vacuum: the deleted samples\' pages go back to the file system', async () => {
+test("a new database has incremental auto-vacuum: the deleted samples' pages go back to the file system", async () => {
   const target = await service();
   expect(pragma(target, 'auto_vacuum')).toBe(2);
   await post(target, range(NOW_UTC - 40 * DAY, 20_000));
@@ -111,7 +129,9 @@ test('TELEMETRY_RETENTION_DAYS: unset keeps samples for ever; otherwise 1 to 365
   expect(serveConfig({ ...env, TELEMETRY_RETENTION_DAYS: '365' }).telemetryRetentionDays).toBe(365);
   for (const value of ['0', '-1', '1.5', 'forever', '36501']) {
     expect(() => serveConfig({ ...env, TELEMETRY_RETENTION_DAYS: value })).toThrow(
-      new ConfigError('TELEMETRY_RETENTION_DAYS must be a whole number of days from 1 to 36500; unset it to keep samples for ever'),
+      new ConfigError(
+        'TELEMETRY_RETENTION_DAYS must be a whole number of days from 1 to 36500; unset it to keep samples for ever',
+      ),
     );
   }
 });

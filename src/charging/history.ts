@@ -59,7 +59,7 @@ export class ChargingHistory {
     );
   }
 
-  /** A page of the installation's sessions in the range, newest first; `before` is the cursor of the previous page's `next`. */
+  /** A page of the installation's sessions in the range, newest first; `before` is the previous page's `next`. */
   list(
     installationId: string,
     { from, to, limit = limits.sessionsPageDefault, before }: StartedRange & { limit?: number; before?: string } = {},
@@ -88,7 +88,11 @@ export class ChargingHistory {
   }
 
   /** Every session of the installation in the range, newest first, a page at a time (no curve). */
-  *pages(installationId: string, range: StartedRange = {}, pageRows: number = limits.exportPageRows): Generator<SessionSummary[]> {
+  *pages(
+    installationId: string,
+    range: StartedRange = {},
+    pageRows: number = limits.exportPageRows,
+  ): Generator<SessionSummary[]> {
     let start = TOP;
     for (;;) {
       const rows = this.read(installationId, range, start, pageRows);

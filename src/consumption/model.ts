@@ -1,4 +1,8 @@
-/** A consumption chunk as the contract defines it; unknown top-level fields (an old `lifetime`) are ignored. */
+/**
+ * A consumption chunk: a delta of its day, or, when its body carries a `lifetime` object (builds
+ * 2.2.35-2.2.39), a snapshot of the day's totals so far. The `lifetime` values themselves are not read:
+ * the service sums its own. Other unknown top-level fields are ignored.
+ */
 import { calendarDate, finiteNumber, invalid, numberIn, object, optional, timeMs, uuid, type JsonObject } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { DAY_FIELDS, type DayValues } from './totals.ts';
@@ -10,6 +14,7 @@ export interface Chunk {
   date: string;
   day: DayValues;
   sohPercent: number | null;
+  snapshot: boolean;
 }
 
 export function parseChunk(body: JsonObject): Chunk {
@@ -19,6 +24,7 @@ export function parseChunk(body: JsonObject): Chunk {
     date: calendarDate(body.date, 'date'),
     day: parseDay(object(body.day, 'day')),
     sohPercent: optional(body.sohPercent, 'sohPercent', stateOfHealth),
+    snapshot: isObject(body.lifetime),
   };
 }
 
@@ -34,3 +40,5 @@ function stateOfHealth(value: unknown, path: string): number {
   if (!(percent > 0 && percent <= 100)) invalid(path, 'must be above 0 and at most 100');
   return percent;
 }
+
+const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -16,9 +16,15 @@ export const consumptionChunks = sqliteTable(
     hours: real('hours').notNull(),
     socDrop: real('soc_drop').notNull(),
     sohPercent: real('soh_percent'),
+    /** 1: the day's totals so far (older builds' chunks, sent with a `lifetime`), 0: a delta. */
+    snapshot: integer('snapshot').notNull().default(0),
   },
   (table) => [
     primaryKey({ columns: [table.recordedAt, table.installationId] }),
+    // Finds a day's newest snapshot; only snapshots are indexed, so a delta's insert does not pay for it.
+    index('consumption_chunks_snapshot')
+      .on(table.installationId, table.date, table.recordedAt)
+      .where(sql`${table.snapshot} = 1`),
     // Finds a day's newest chunk that carried a state of health without reading the day's chunks.
     index('consumption_chunks_soh')
       .on(table.installationId, table.date, table.recordedAt)

@@ -1,6 +1,6 @@
 /**
  * Chunks, day sums and lifetime sums. One write operation stores a chunk and moves the sums in the
- * same transaction: it adds the new chunk and takes back the one it replaced.
+ * same transaction: it adds what the new chunk counts for and takes back what the replaced one did.
  */
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
@@ -14,31 +14,72 @@ const SUMS = `${VALUES}, unit_bits AS unitBits`;
 
 interface StoredChunk extends DayValues {
   date: string;
+  /** 1 for a snapshot. */
+  snapshot: number;
 }
 
+/**
+ * Stores a chunk and moves the sums of the days it touches (its own, and the replaced chunk's) by what
+ * each counts for: a delta chunk its values, a snapshot as `snapshotCounted` says.
+ */
 const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   const { installationId, recordedAt, date } = chunk;
   const replaced = db
     .query<StoredChunk, [string, number]>(
-      `SELECT date, ${VALUES} FROM consumption_chunks WHERE installation_id = ? AND recorded_at = ?`,
+      `SELECT date, ${VALUES}, snapshot FROM consumption_chunks WHERE installation_id = ? AND recorded_at = ?`,
     )
     .get(installationId, recordedAt);
+  const dates = replaced && replaced.date !== date ? [date, replaced.date] : [date];
+  const countedBefore = dates.map((day) => snapshotCounted(db, installationId, day));
+  // What a day's snapshots count for can change only by a snapshot written or replaced, a delta leaving
+  // a day, or a new delta recorded after a snapshot that counted; not otherwise (the usual delta write).
+  const mayMove = chunk.snapshot || (replaced !== null && (replaced.snapshot === 1 || replaced.date !== date));
   db.query(
-    `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent)
-     VALUES ($installationId, $recordedAt, $date, $km, $kwh, $hours, $socDrop, $sohPercent)
+    `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent, snapshot)
+     VALUES ($installationId, $recordedAt, $date, $km, $kwh, $hours, $socDrop, $sohPercent, $snapshot)
      ON CONFLICT (installation_id, recorded_at) DO UPDATE SET date = excluded.date, km = excluded.km,
-       kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, soh_percent = excluded.soh_percent`,
-  ).run({ installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent });
-  const added = totalsOf(chunk.day);
-  const taken = replaced ? totalsOf(replaced) : ZERO;
-  if (replaced?.date === date) {
-    addToDay(db, installationId, date, minus(added, taken), 0);
-  } else {
-    if (replaced) addToDay(db, installationId, replaced.date, minus(ZERO, taken), -1);
-    addToDay(db, installationId, date, added, 1);
-  }
-  addToLifetime(db, installationId, minus(added, taken));
+       kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, soh_percent = excluded.soh_percent,
+       snapshot = excluded.snapshot`,
+  ).run({ installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent, snapshot: chunk.snapshot ? 1 : 0 });
+  const added = chunk.snapshot ? ZERO : totalsOf(chunk.day);
+  const taken = replaced?.snapshot === 0 ? totalsOf(replaced) : ZERO;
+  let lifetimeChange = ZERO;
+  dates.forEach((day, index) => {
+    const deltas = minus(day === date ? added : ZERO, replaced?.date === day ? taken : ZERO);
+    const before = countedBefore[index]!;
+    const after = mayMove || !isZero(before) ? snapshotCounted(db, installationId, day) : before;
+    const change = after === before ? deltas : plus(deltas, minus(after, before));
+    addToDay(db, installationId, day, change, (day === date ? 1 : 0) - (replaced?.date === day ? 1 : 0));
+    lifetimeChange = plus(lifetimeChange, change);
+  });
+  addToLifetime(db, installationId, lifetimeChange);
 };
+
+const isZero = (totals: Totals) => totals.km === 0n && totals.kwh === 0n && totals.hours === 0n && totals.socDrop === 0n;
+
+/**
+ * What a day's snapshots add to its sums: the newest snapshot, unless a delta chunk of the day was
+ * recorded after it, then nothing. Each snapshot holds the day so far, so older ones are inside the
+ * newest; and the app's first delta after an update from a snapshot build starts from the day's
+ * start (its checkpoint is new), so it holds what the snapshots held.
+ */
+function snapshotCounted(db: Database, installationId: string, date: string): Totals {
+  const newest = db
+    .query<DayValues & { recordedAt: number }, [string, string]>(
+      `SELECT ${VALUES}, recorded_at AS recordedAt FROM consumption_chunks
+       WHERE installation_id = ? AND date = ? AND snapshot = 1 ORDER BY recorded_at DESC LIMIT 1`,
+    )
+    .get(installationId, date);
+  if (!newest) return ZERO;
+  // The key leads with the time: from the snapshot on, to the first delta of its day, if any.
+  const deltaAfter = db
+    .query<{ found: number }, [number, string, string]>(
+      `SELECT 1 AS found FROM consumption_chunks
+       WHERE recorded_at > ? AND installation_id = ? AND date = ? AND snapshot = 0 LIMIT 1`,
+    )
+    .get(newest.recordedAt, installationId, date);
+  return deltaAfter ? ZERO : totalsOf(newest);
+}
 
 interface StoredDay extends StoredTotals {
   chunks: number;

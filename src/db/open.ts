@@ -234,3 +234,14 @@ function switchToWal(db: Database): string | undefined {
     db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   }
 }
+
+/**
+ * A read-only connection to the database `db` is open on, with a small page cache: for one long
+ * sequential read (an export), which needs no cache and must not take the shared connection's.
+ */
+export function exportReader(db: Database): Database {
+  const reader = new Database(databaseFile(db), { readonly: true, strict: true });
+  reader.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
+  reader.run(`PRAGMA cache_size = -${limits.exportCacheKiB}`);
+  return reader;
+}

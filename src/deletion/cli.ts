@@ -3,16 +3,15 @@
  * sessions, devices, forwarding facts), beside a running server too, which forgets what it holds of
  * the installation within a second (deletion/service.ts). Asks for the id typed again, or `--yes`.
  */
-import { existsSync } from 'node:fs';
-import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
 import type { Committer } from '../db/committer.ts';
-import { openStorage } from '../db/storage.ts';
 import { limits } from '../limits.ts';
 import { isUuid } from '../uuid.ts';
+import { yieldWriter } from './retention.ts';
 import { detachedInstallations } from './store.ts';
 
-export const PURGE_USAGE = `  ev-ingest purge ID [--yes]     delete every row of an installation (samples, consumption, sessions,
-                                 devices, forwarding facts); asks for the id again unless --yes`;
+export const PURGE_USAGE = `  ev-ingest purge ID [--yes]     delete every row of an installation (samples, consumption,
+                                 sessions, devices, forwarding facts); asks for the id again unless --yes`;
 
 /** Reads the confirmation line; the default reads standard input. */
 export type Confirm = (prompt: string) => Promise<string | null>;
@@ -34,19 +33,12 @@ export async function purgeCommand(
     return 2;
   }
   const installationId = id.toLowerCase();
-  const databasePath = commandDatabasePath();
-  if (!existsSync(databasePath)) {
-    err(`ev-ingest: no database at ${databasePath} (set DATABASE_PATH)\n`);
-    return 1;
-  }
-  const prompt = `Type ${installationId} to delete all of its data, or anything else to stop: `;
-  if (!yes && (await confirm(prompt))?.trim().toLowerCase() !== installationId) {
-    err('ev-ingest: not confirmed; nothing was deleted\n');
-    return 1;
-  }
-  // A purge must hold once it is said done: always FULL, whatever the server's DURABILITY.
-  const storage = await openStorage({ databasePath, durability: 'full' });
-  try {
+  return withCommandStorage(err, async (storage) => {
+    const prompt = `Type ${installationId} to delete all of its data, or anything else to stop: `;
+    if (!yes && (await confirm(prompt))?.trim().toLowerCase() !== installationId) {
+      err('ev-ingest: not confirmed; nothing was deleted\n');
+      return 1;
+    }
     const purged = await storage.committer.write('purgeInstallation', { installationId, at: Date.now() });
     // Its own samples, and those of a purge stopped half way before.
     const samples = await deleteDetachedSamples(storage.committer, detachedInstallations(storage.db));
@@ -57,21 +49,25 @@ export async function purgeCommand(
     }
     out(`purged ${installationId}: ${describe(rows)}\n`);
     return 0;
-  } finally {
-    await storage.close();
-  }
+  });
 }
 
-/** Deletes the samples of detached installations a batch per write, so that a running server's writes go on between them. */
+/** Deletes the samples of detached installations a batch per write: a running server's writes go on between them. */
 async function deleteDetachedSamples(committer: Committer, installations: number[]): Promise<number> {
   let total = 0;
   for (const installation of installations) {
     let after = -1;
     for (;;) {
-      const { deleted, last } = await committer.write('deletePurgedSamples', { installation, after, limit: limits.deleteBatchSamples });
+      const started = performance.now();
+      const { deleted, last } = await committer.write('deletePurgedSamples', {
+        installation,
+        after,
+        limit: limits.deleteBatchSamples,
+      });
       if (last === null) break;
       total += deleted;
       after = last;
+      await yieldWriter(performance.now() - started);
     }
   }
   return total;

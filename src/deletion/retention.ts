@@ -9,6 +9,14 @@ import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 
+/**
+ * Waits `limits.deletionPauseFactor` times as long as a deletion's write took: deletions take at most a
+ * share of the writer's time, however long the backlog, and ingest keeps the rest.
+ */
+export function yieldWriter(writeMs: number): Promise<void> {
+  return Bun.sleep(Math.min(writeMs * limits.deletionPauseFactor, limits.deletionPauseMaxMs));
+}
+
 /** `PRAGMA auto_vacuum` of a database made with incremental auto-vacuum. */
 const INCREMENTAL = 2;
 
@@ -55,6 +63,7 @@ export class Retention {
     const before = Math.floor(this.now() / 1000) - this.days * 86_400;
     let deleted = 0;
     for (let from: number | null = 0; from !== null && !this.halted; ) {
+      const started = performance.now();
       const batch: { deleted: number; next: number | null } = await this.committer.write('deleteExpiredSamples', {
         from,
         before,
@@ -62,6 +71,7 @@ export class Retention {
       });
       deleted += batch.deleted;
       from = batch.next;
+      await yieldWriter(performance.now() - started);
     }
     const freed = await this.giveSpaceBack();
     if (deleted > 0) this.log.info('retention.deleted', { samples: deleted, before, pagesFreed: freed });
@@ -73,7 +83,9 @@ export class Retention {
     let freed = 0;
     let left = this.db.query<{ freelist_count: number }, []>('PRAGMA freelist_count').get()!.freelist_count;
     while (left > 0 && !this.halted) {
+      const started = performance.now();
       const now = await this.committer.write('vacuumFreePages', { pages: limits.vacuumPagesPerWrite });
+      await yieldWriter(performance.now() - started);
       if (now >= left) break; // nothing more could be given back
       freed += left - now;
       left = now;

@@ -33,10 +33,13 @@ export interface PurgedRows {
  */
 const purgeInstallation: WriteOp<{ installationId: string; at: number }, PurgedRows> = (db, { installationId, at }) => {
   const deleted = Object.fromEntries(
-    INSTALLATION_TABLES.map((table) => [table, db.query(`DELETE FROM ${table} WHERE installation_id = ?`).run(installationId).changes]),
+    INSTALLATION_TABLES.map((table) => [
+      table,
+      db.query(`DELETE FROM ${table} WHERE installation_id = ?`).run(installationId).changes,
+    ]),
   ) as Record<InstallationTable, number>;
   const detached = db
-    .query<{ id: number }, [string, string]>("UPDATE installations SET uuid = ? || id WHERE uuid = ? RETURNING id")
+    .query<{ id: number }, [string, string]>('UPDATE installations SET uuid = ? || id WHERE uuid = ? RETURNING id')
     .get(PURGED_PREFIX, installationId);
   db.query('INSERT INTO purges (installation_id, at) VALUES (?, ?)').run(installationId, at);
   return { deleted, samplesOf: detached?.id ?? null };
@@ -53,17 +56,22 @@ export interface SampleBatch {
  * Deletes a batch of a detached installation's samples, oldest first, by a `utc` range of the samples'
  * key; when none are left, the installation row too. Answers how many went and the batch's last `utc`.
  */
-const deletePurgedSamples: WriteOp<SampleBatch, { deleted: number; last: number | null }> = (db, { installation, after, limit }) => {
+const deletePurgedSamples: WriteOp<SampleBatch, { deleted: number; last: number | null }> = (
+  db,
+  { installation, after, limit },
+) => {
   const last = lastOfBatch(db, installation, after, limit);
   if (last === null) {
     db.query('DELETE FROM installations WHERE id = ?').run(installation);
     return { deleted: 0, last: null };
   }
-  const deleted = db.query('DELETE FROM samples WHERE installation = ? AND utc > ? AND utc <= ?').run(installation, after, last).changes;
+  const deleted = db
+    .query('DELETE FROM samples WHERE installation = ? AND utc > ? AND utc <= ?')
+    .run(installation, after, last).changes;
   return { deleted, last };
 };
 
-/** The `utc` of the `limit`th sample of the installation after `after` (its last, when fewer are left); null when none. */
+/** The `utc` of the `limit`th sample of the installation after `after` (its last when fewer are left); null if none. */
 function lastOfBatch(db: Database, installation: number, after: number, limit: number): number | null {
   const row = db
     .query<{ utc: number | null }, [number, number, number]>(
@@ -85,7 +93,10 @@ export interface ExpiredBatch {
  * the planner; the sent and given-up ones are taken off their installation's status counts. Answers
  * how many went and the `utc` the next batch starts from (null when none are left).
  */
-const deleteExpiredSamples: WriteOp<ExpiredBatch, { deleted: number; next: number | null }> = (db, { from, before, limit }) => {
+const deleteExpiredSamples: WriteOp<ExpiredBatch, { deleted: number; next: number | null }> = (
+  db,
+  { from, before, limit },
+) => {
   const rows = db
     .query<{ id: number; installation: number; state: number; utc: number }, [number, number, number]>(
       `SELECT rowid AS id, installation, planner_state AS state, utc FROM samples
@@ -117,7 +128,7 @@ function uncount(db: Database, rows: { installation: number; state: number }[]):
   for (const [installation, count] of counts) update.run({ installation, ...count });
 }
 
-/** Gives up to `pages` free pages back to the file system (a database with incremental auto-vacuum); answers the free pages left. */
+/** Gives up to `pages` free pages back to the file system (incremental auto-vacuum); answers the free pages left. */
 const vacuumFreePages: WriteOp<{ pages: number }, number> = (db, { pages }) => {
   db.run(`PRAGMA incremental_vacuum(${Math.floor(pages)})`);
   return db.query<{ freelist_count: number }, []>('PRAGMA freelist_count').get()!.freelist_count;

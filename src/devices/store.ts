@@ -102,4 +102,10 @@ export function uncollectedDeviceIds(db: Database): string[] {
     .map((row) => row.id);
 }
 
-export const deviceWrites = { insertDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };
+/** A device the owner's command issues: its token is printed at once, so no collection is awaited. */
+const issueDevice: WriteOp<NewDevice, void> = (db, device) => {
+  insertDevice(db, device);
+  markCollected(db, { id: device.id });
+};
+
+export const deviceWrites = { insertDevice, issueDevice, revokeDevice, touchDevice, markCollected, revokeUncollected };

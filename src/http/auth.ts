@@ -4,7 +4,8 @@ import type { DeviceRegistry } from '../devices/registry.ts';
 import { tokenDigest } from '../devices/token.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';
 
-export type Caller = { kind: 'owner' } | { kind: 'device'; deviceId: string; installationId: string };
+export type DeviceCaller = { kind: 'device'; deviceId: string; installationId: string };
+export type Caller = { kind: 'owner' } | DeviceCaller;
 
 const OWNER: Caller = { kind: 'owner' };
 
@@ -35,6 +36,15 @@ export class Authenticator {
     // Comparing digests keeps the comparison constant-time whatever the presented token's length.
     const digest = tokenDigest(token);
     if (timingSafeEqual(digest, this.ownerDigest)) return OWNER;
+    return this.deviceOf(digest);
+  }
+
+  /** The paired device a bare token (no `Bearer`) belongs to, or a 401: the owner's token names no installation. */
+  authenticateDevice(token: string): DeviceCaller {
+    return this.deviceOf(tokenDigest(token));
+  }
+
+  private deviceOf(digest: Buffer): DeviceCaller {
     const device = this.devices.find(digest.toString('hex'));
     if (!device) throw unauthorized();
     this.devices.seen(device);

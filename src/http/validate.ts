@@ -66,9 +66,24 @@ export function numberIn(value: unknown, path: string, min: number, max: number)
   return number;
 }
 
+/** The millisecond times the app sends are plausible from 2000-01-01 to before 3000-01-01. */
+const TIME_MS_MIN = 946_684_800_000;
+const TIME_MS_END = 32_503_680_000_000;
+
+const isPlausibleMs = (ms: number) => ms >= TIME_MS_MIN && ms < TIME_MS_END;
+
+/** A Unix time in milliseconds between 2000 and 2999; one off by a factor of 1000 is named as such. */
 export function timeMs(value: unknown, path: string): number {
   if (!isTimeMs(required(value, path))) invalid(path, 'must be Unix milliseconds (a non-negative safe integer)');
-  return value as number;
+  const ms = value as number;
+  if (!isPlausibleMs(ms)) invalid(path, `${ms} is not between 2000 and 2999 in Unix milliseconds${unitHint(ms)}`);
+  return ms;
+}
+
+function unitHint(ms: number): string {
+  if (isPlausibleMs(ms * 1000)) return ' (seconds instead of milliseconds?)';
+  if (isPlausibleMs(ms / 1000)) return ' (microseconds instead of milliseconds?)';
+  return '';
 }
 
 export function calendarDate(value: unknown, path: string): string {

@@ -3,6 +3,7 @@
  * track), each written a page of rows at a time into a stream that reads the next page only when the
  * client has taken the last one.
  */
+import { limits } from '../limits.ts';
 import { sampleFieldNames } from '../telemetry/fields.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 
@@ -71,15 +72,34 @@ const gpxTime = (utc: number) => `${new Date(utc * 1000).toISOString().slice(0, 
 const encoder = new TextEncoder();
 
 /**
+ * Lets the event loop turn before an export's next page (a client reading at full speed would otherwise
+ * pull page after page while no other request is answered), and waits longer when other work ran in
+ * that turn: an export then takes a smaller share of the thread, and ingest keeps most of it.
+ */
+async function yieldToRequests(): Promise<void> {
+  const asked = performance.now();
+  await new Promise((resolve) => setImmediate(resolve));
+  const othersMs = performance.now() - asked;
+  if (othersMs > limits.exportBusyMs)
+    await Bun.sleep(Math.min(othersMs * limits.exportYieldFactor, limits.exportYieldMaxMs));
+}
+
+/**
  * A byte stream of `head`, then each page of `pages` written by `write`, then `tail`. A page is read
  * only when the client has taken the previous one, so memory holds one page whatever the export's size;
  * a client going away ends the reading.
  */
-export function pagedStream<T>(head: string, pages: Iterator<T[]>, write: (row: T) => string, tail: string): ReadableStream<Uint8Array> {
+export function pagedStream<T>(
+  head: string,
+  pages: Iterator<T[]>,
+  write: (row: T) => string,
+  tail: string,
+): ReadableStream<Uint8Array> {
   let started = false;
   return new ReadableStream<Uint8Array>(
     {
-      pull(controller) {
+      async pull(controller) {
+        await yieldToRequests();
         let text = started ? '' : head;
         started = true;
         // A page may write nothing (GPX leaves out samples without a position): read on until something is written.

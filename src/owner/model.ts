@@ -29,7 +29,8 @@ export function formatParam<F extends string>(query: URLSearchParams, formats: r
 }
 
 /** The required `installationId` of a query, lower-cased. */
-export const installationParam = (query: URLSearchParams): string => uuid(query.get('installationId') ?? undefined, 'installationId');
+export const installationParam = (query: URLSearchParams): string =>
+  uuid(query.get('installationId') ?? undefined, 'installationId');
 
 /** A sessions page's size: `limit`, 1 to `limits.sessionsPageMax`. */
 export const limitParam = (query: URLSearchParams): number =>

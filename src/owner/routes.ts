@@ -66,12 +66,22 @@ export function ownerDataRoutes({ auth, bodyBounds, ownerData, samples, sessions
           const installationId = installationParam(query);
           const range = rangeParams(query, MS_MIN, MS_MAX);
           // With a format, every session of the range as one file; without, a page of the JSON list.
-          if (query.has('format')) return { kind: 'export', installationId, range, format: formatParam(query, exportFormats.sessions) };
-          return { kind: 'page', installationId, range, limit: limitParam(query), before: query.get('before') ?? undefined };
+          if (query.has('format'))
+            return { kind: 'export', installationId, range, format: formatParam(query, exportFormats.sessions) };
+          return {
+            kind: 'page',
+            installationId,
+            range,
+            limit: limitParam(query),
+            before: query.get('before') ?? undefined,
+          };
         },
         (asked) => {
-          if (asked.kind === 'export') return attachment(ownerData.exportStream('sessions', asked.installationId, asked.format, asked.range));
-          return json(sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }));
+          if (asked.kind === 'export')
+            return attachment(ownerData.exportStream('sessions', asked.installationId, asked.format, asked.range));
+          return json(
+            sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }),
+          );
         },
       ),
       handlerReadsBody,
@@ -80,7 +90,8 @@ export function ownerDataRoutes({ auth, bodyBounds, ownerData, samples, sessions
       '/v1/charging-sessions/*',
       read(
         (params, query) => ({ sessionId: parseSessionId(pathId(params)), installationId: installationParam(query) }),
-        ({ installationId, sessionId }) => json(sessions.one(installationId, sessionId) ?? notFoundError('charging session not found')),
+        ({ installationId, sessionId }) =>
+          json(sessions.one(installationId, sessionId) ?? notFoundError('charging session not found')),
       ),
       handlerReadsBody,
     )
@@ -100,14 +111,18 @@ export function ownerDataRoutes({ auth, bodyBounds, ownerData, samples, sessions
           range: rangeParams(query, UTC_MIN, UTC_MAX),
           format: formatParam(query, exportFormats.telemetry),
         }),
-        ({ installationId, range, format }) => attachment(ownerData.exportStream('telemetry', installationId, format, range)),
+        ({ installationId, range, format }) =>
+          attachment(ownerData.exportStream('telemetry', installationId, format, range)),
       ),
       handlerReadsBody,
     )
     .get(
       '/v1/consumption/export/*',
       read(
-        (params, query) => ({ installationId: pathInstallation(params), format: formatParam(query, exportFormats.consumption) }),
+        (params, query) => ({
+          installationId: pathInstallation(params),
+          format: formatParam(query, exportFormats.consumption),
+        }),
         ({ installationId, format }) => attachment(ownerData.exportStream('consumption', installationId, format)),
       ),
       handlerReadsBody,

@@ -2,10 +2,11 @@
  * The owner's data, back out: which installations the server knows, and the streamed exports. The
  * routes of `/v1` and the dashboard's pages both read through here.
  */
+import type { Database } from 'bun:sqlite';
 import type { ChargingHistory, SessionSummary, StartedRange } from '../charging/history.ts';
 import type { Consumption, ConsumptionDay } from '../consumption/history.ts';
 import type { DeviceRegistry } from '../devices/registry.ts';
-import type { SampleHistory, UtcRange } from '../telemetry/history.ts';
+import { SampleHistory, type UtcRange } from '../telemetry/history.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 import {
   csvLine,
@@ -54,6 +55,8 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
 export interface OwnerDataSources {
   devices: Pick<DeviceRegistry, 'list'>;
   samples: SampleHistory;
+  /** Opens a read connection of its own for one telemetry export (see `exportReader`). */
+  samplesReader: () => Database;
   consumption: Consumption;
   sessions: ChargingHistory;
 }
@@ -74,7 +77,8 @@ export class OwnerData {
       const summary = of(device.installationId);
       if (device.revokedAt === null && device.name !== null) summary.names.push(device.name);
     }
-    for (const { installationId, latestUtc } of this.sources.samples.installations()) of(installationId).lastSampleUtc = latestUtc;
+    for (const { installationId, latestUtc } of this.sources.samples.installations())
+      of(installationId).lastSampleUtc = latestUtc;
     for (const installationId of this.sources.consumption.installations()) of(installationId);
     for (const installationId of this.sources.sessions.installations()) of(installationId);
     return [...known.values()].sort((a, b) => (a.installationId < b.installationId ? -1 : 1));
@@ -84,15 +88,29 @@ export class OwnerData {
    * An export streamed from the database a page at a time: samples oldest first (`range` in `utc`
    * seconds), consumption days oldest first (every day), sessions newest first (`range` of `startedAt` ms).
    */
-  exportStream(kind: ExportKind, installationId: string, format: ExportFormat, range: UtcRange | StartedRange = {}): Export {
+  exportStream(
+    kind: ExportKind,
+    installationId: string,
+    format: ExportFormat,
+    range: UtcRange | StartedRange = {},
+  ): Export {
     const filename = `${kind === 'sessions' ? 'charging-sessions' : kind}-${installationId}.${format}`;
     return { contentType: CONTENT_TYPES[format], filename, body: this.body(kind, installationId, format, range) };
   }
 
-  private body(kind: ExportKind, installationId: string, format: ExportFormat, range: UtcRange): ReadableStream<Uint8Array> {
+  private body(
+    kind: ExportKind,
+    installationId: string,
+    format: ExportFormat,
+    range: UtcRange,
+  ): ReadableStream<Uint8Array> {
     switch (kind) {
       case 'telemetry':
-        return sampleStream(this.sources.samples.pages(installationId, range), installationId, format);
+        return sampleStream(
+          samplePagesOnOwnConnection(this.sources.samplesReader, installationId, range),
+          installationId,
+          format,
+        );
       case 'consumption':
         return dayStream(this.sources.consumption.dayPages(installationId), format);
       case 'sessions':
@@ -101,7 +119,29 @@ export class OwnerData {
   }
 }
 
-function sampleStream(pages: Iterator<SampleRow[]>, installationId: string, format: ExportFormat): ReadableStream<Uint8Array> {
+/**
+ * The samples of an export read on a connection of its own, closed when the export ends or its client
+ * goes: a sequential read of millions of rows would otherwise push every hot page out of the shared
+ * connection's cache, and grow it to its full size.
+ */
+function* samplePagesOnOwnConnection(
+  open: () => Database,
+  installationId: string,
+  range: UtcRange,
+): Generator<SampleRow[]> {
+  const db = open();
+  try {
+    yield* new SampleHistory(db).pages(installationId, range);
+  } finally {
+    db.close();
+  }
+}
+
+function sampleStream(
+  pages: Iterator<SampleRow[]>,
+  installationId: string,
+  format: ExportFormat,
+): ReadableStream<Uint8Array> {
   if (format === 'gpx') return pagedStream(gpxHead(installationId), pages, gpxPoint, GPX_TAIL);
   if (format === 'ndjson') return pagedStream('', pages, sampleJson, '');
   return pagedStream(SAMPLE_CSV_HEADER, pages, sampleCsvLine, '');
@@ -122,12 +162,25 @@ const DAY_CSV_HEADER = csvLine([
 ]);
 
 const dayCsvLine = ({ date, day, sohPercent, lifetime }: ConsumptionDay) =>
-  csvLine([date, day.km, day.kwh, day.hours, day.socDrop, sohPercent, lifetime.km, lifetime.kwh, lifetime.hours, lifetime.socDrop]);
+  csvLine([
+    date,
+    day.km,
+    day.kwh,
+    day.hours,
+    day.socDrop,
+    sohPercent,
+    lifetime.km,
+    lifetime.kwh,
+    lifetime.hours,
+    lifetime.socDrop,
+  ]);
 
 const jsonLine = (value: unknown) => `${JSON.stringify(value)}\n`;
 
 function dayStream(pages: Iterator<ConsumptionDay[]>, format: ExportFormat): ReadableStream<Uint8Array> {
-  return format === 'ndjson' ? pagedStream('', pages, jsonLine, '') : pagedStream(DAY_CSV_HEADER, pages, dayCsvLine, '');
+  return format === 'ndjson'
+    ? pagedStream('', pages, jsonLine, '')
+    : pagedStream(DAY_CSV_HEADER, pages, dayCsvLine, '');
 }
 
 /** The sessions CSV's columns: a session's fields in the list's order, without the curve. */
@@ -154,5 +207,7 @@ const SESSION_COLUMNS = [
 const sessionCsvLine = (session: SessionSummary) => csvLine(SESSION_COLUMNS.map((column) => session[column]));
 
 function sessionStream(pages: Iterator<SessionSummary[]>, format: ExportFormat): ReadableStream<Uint8Array> {
-  return format === 'ndjson' ? pagedStream('', pages, jsonLine, '') : pagedStream(csvLine(SESSION_COLUMNS), pages, sessionCsvLine, '');
+  return format === 'ndjson'
+    ? pagedStream('', pages, jsonLine, '')
+    : pagedStream(csvLine(SESSION_COLUMNS), pages, sessionCsvLine, '');
 }

@@ -18,7 +18,7 @@ export function parseStart(body: JsonObject): StartRequest {
 const UNSHOWABLE = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
 
 /** 1..64 characters (code points, so an emoji counts once) of showable text. */
-function deviceName(value: unknown, path: string): string {
+export function deviceName(value: unknown, path: string): string {
   const chars = typeof value === 'string' ? [...value].length : 0;
   if (chars < 1 || chars > limits.deviceNameMaxChars) invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
   // SQLite would store a lone surrogate (`"MG4 \ud83d"`) as U+FFFD: the owner would approve a name the car never sent.

@@ -3,33 +3,23 @@
  * DATABASE_PATH without the HTTP side (beside a running server too). Whether the server forwards, and
  * when it tries next, only the running server knows: its `GET /v1/planner/status/{id}` says.
  */
-import { existsSync } from 'node:fs';
-import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
-import { openStorage } from '../db/storage.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
 import { storedStatus, type ForwardingStatus, type LastFailure } from './status.ts';
 import { everyPlannerStatus } from './store.ts';
 
-export const STATUS_USAGE = `  ev-ingest status               forwarding to the planner, one line per installation: samples waiting,
-                                 sent and given up, the last sent and the last failure`;
+export const STATUS_USAGE = `  ev-ingest status               forwarding to the planner, one line per installation: samples
+                                 waiting, sent and given up, the last sent and the last failure`;
 
 export async function statusCommand(args: string[], out: Out = toStdout, err: Out = toStderr): Promise<number> {
   const notOperands = helpOrOption(args, STATUS_USAGE, out, err);
   if (notOperands !== undefined) return notOperands;
   if (args.length > 0) return usage(err, STATUS_USAGE);
-  const databasePath = commandDatabasePath();
-  if (!existsSync(databasePath)) {
-    err(`ev-ingest: no database at ${databasePath} (set DATABASE_PATH)\n`);
-    return 1;
-  }
-  const storage = await openStorage({ databasePath, durability: 'full' });
-  try {
+  return withCommandStorage(err, (storage) => {
     for (const { installationId, facts, waiting } of everyPlannerStatus(storage.db)) {
       out(`${statusLine(installationId, storedStatus(facts, waiting))}\n`);
     }
     return 0;
-  } finally {
-    await storage.close();
-  }
+  });
 }
 
 /** `ID waiting=… sent=… givenUp=… lastSentAt=… lastSentUtc=… lastFailure=…`, absent facts as `none`. */

@@ -16,7 +16,7 @@ interface InstallationLog {
 }
 
 export class SentLog {
-  /** By installation, the most recent last (at most `plannerQuietInstallations`): a forgotten one logs its next success at once. */
+  /** By installation, most recent last (at most `plannerQuietInstallations`); one forgotten logs its next success at once. */
   private readonly installations = new Map<string, InstallationLog>();
 
   constructor(
@@ -30,7 +30,8 @@ export class SentLog {
     if (!entry) {
       entry = { count: 0, loggedAt: -Infinity, failed: false };
       this.installations.set(installationId, entry);
-      if (this.installations.size > limits.plannerQuietInstallations) this.installations.delete(this.installations.keys().next().value!);
+      if (this.installations.size > limits.plannerQuietInstallations)
+        this.installations.delete(this.installations.keys().next().value!);
     }
     entry.count += 1;
     if (!entry.failed && now - entry.loggedAt < limits.plannerSentLogMs) return;

@@ -20,7 +20,7 @@ export interface ForwardingStatus {
   nextAttemptAt: string | null;
 }
 
-/** The last failed attempt: the planner's status when it answered, else the error's name (`Timeout`, `ECONNREFUSED`). */
+/** The last failed attempt: the planner's status when it answered, else the error's name (`Timeout`, …). */
 export interface LastFailure {
   at: string;
   status: number | null;
@@ -52,7 +52,10 @@ export class PlannerStatus {
 }
 
 /** The stored part of the status (what `ev-ingest status` shows without a server). */
-export function storedStatus(facts: StoredPlannerStatus | null, waiting: number): Omit<ForwardingStatus, 'forwarding' | 'nextAttemptAt'> {
+export function storedStatus(
+  facts: StoredPlannerStatus | null,
+  waiting: number,
+): Omit<ForwardingStatus, 'forwarding' | 'nextAttemptAt'> {
   return {
     waiting,
     sent: facts?.sent ?? 0,
@@ -66,7 +69,12 @@ export function storedStatus(facts: StoredPlannerStatus | null, waiting: number)
 function lastFailureOf(facts: StoredPlannerStatus | null): LastFailure | null {
   if (facts?.lastFailureAt == null) return null;
   const { lastFailureAt, lastFailureStatus, lastFailureError, lastFailureAttempt } = facts;
-  return failureView({ at: lastFailureAt, status: lastFailureStatus, error: lastFailureError, attempt: lastFailureAttempt ?? 1 });
+  return failureView({
+    at: lastFailureAt,
+    status: lastFailureStatus,
+    error: lastFailureError,
+    attempt: lastFailureAttempt ?? 1,
+  });
 }
 
 function failureView({ at, status, error, attempt }: Omit<PlannerFailure, 'installationId'>): LastFailure {

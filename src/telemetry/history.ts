@@ -32,8 +32,12 @@ export class SampleHistory {
     this.installation = db.query<{ id: number; latestUtc: number | null; latestReceivedAt: number | null }, [string]>(
       'SELECT id, latest_utc AS latestUtc, latest_received_at AS latestReceivedAt FROM installations WHERE uuid = ?',
     );
-    this.newest = db.query<SampleRow, [number]>(`SELECT utc, ${FIELDS} FROM samples WHERE installation = ? ORDER BY utc DESC LIMIT 1`);
-    this.counted = db.query<{ n: number }, [number, number]>('SELECT count(*) AS n FROM samples WHERE installation = ? AND utc >= ?');
+    this.newest = db.query<SampleRow, [number]>(
+      `SELECT utc, ${FIELDS} FROM samples WHERE installation = ? ORDER BY utc DESC LIMIT 1`,
+    );
+    this.counted = db.query<{ n: number }, [number, number]>(
+      'SELECT count(*) AS n FROM samples WHERE installation = ? AND utc >= ?',
+    );
     this.page = db.query<SampleRow, [number, number, number, number]>(
       `SELECT utc, ${FIELDS} FROM samples WHERE installation = ? AND utc > ? AND utc <= ? ORDER BY utc LIMIT ?`,
     );
@@ -55,7 +59,8 @@ export class SampleHistory {
   installations(): { installationId: string; latestUtc: number | null }[] {
     return this.db
       .query<{ installationId: string; latestUtc: number | null }, []>(
-        `SELECT uuid AS installationId, latest_utc AS latestUtc FROM installations WHERE uuid NOT LIKE '${PURGED_PREFIX}%'`,
+        `SELECT uuid AS installationId, latest_utc AS latestUtc FROM installations
+         WHERE uuid NOT LIKE '${PURGED_PREFIX}%'`,
       )
       .all();
   }
@@ -66,8 +71,12 @@ export class SampleHistory {
     return installation ? this.counted.get(installation.id, utc)!.n : 0;
   }
 
-  /** The installation's samples in the range, oldest first, as rows (`utc`, then the field table's order), a page at a time. */
-  *pages(installationId: string, { from, to }: UtcRange = {}, pageRows: number = limits.exportPageRows): Generator<SampleRow[]> {
+  /** The installation's samples in the range, oldest first, as rows (`utc`, then the fields), a page at a time. */
+  *pages(
+    installationId: string,
+    { from, to }: UtcRange = {},
+    pageRows: number = limits.exportPageRows,
+  ): Generator<SampleRow[]> {
     const installation = this.installation.get(installationId);
     if (!installation) return;
     let after = (from ?? 0) - 1;

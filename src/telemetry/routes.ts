@@ -4,7 +4,7 @@ import type { Authenticator } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { ownedBody } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
-import { validateBatch } from './model.ts';
+import { validateBatch, type Batch } from './model.ts';
 import type { Telemetry } from './samples.ts';
 
 export interface TelemetryDeps {
@@ -20,13 +20,17 @@ export function telemetryRoutes({ auth, bodyBounds, telemetry, log, now }: Telem
     '/v1/telemetry',
     ownedBody(auth, bodyBounds, (body) => validateBatch(body, now()), async (batch) => {
       await telemetry.store(batch);
-      const { installationId, rows, droppedCount, dropped } = batch;
-      // Descriptions never hold a coordinate, so they may be logged.
-      if (droppedCount > 0) {
-        log.info('telemetry.dropped', { installation: installationId, count: droppedCount, first: JSON.stringify(dropped) });
-      }
+      logDropped(log, batch);
+      const { rows, droppedCount, dropped } = batch;
       return { stored: rows.length, droppedCount, dropped };
     }),
     handlerReadsBody,
   );
+}
+
+/** One line for a batch with dropped values; descriptions never hold a coordinate, so they may be logged. */
+export function logDropped(log: Logger, { installationId, droppedCount, dropped }: Batch): void {
+  if (droppedCount > 0) {
+    log.info('telemetry.dropped', { installation: installationId, count: droppedCount, first: JSON.stringify(dropped) });
+  }
 }

@@ -85,7 +85,7 @@ async function client(url: URL, id: number, ledger: Ledger, counter: { next: num
       }
       case 2: {
         const sessionId = `session-${key}`;
-        const session = { installationId: INSTALLATION, startedAt: 1, endedAt: 2, energyKwh: value % 1000, totalCost: value };
+        const session = { installationId: INSTALLATION, startedAt: 1_764_000_000_001, endedAt: 1_764_000_000_002, energyKwh: value % 1000, totalCost: value };
         const response = await send(url, 'PUT', `/v1/charging-sessions/${sessionId}`, session);
         history(ledger.sessions, sessionId).push({ value, fate: fateOf(response, ledger) });
         break;

@@ -77,7 +77,7 @@ test('a backup taken under load restores to a working database holding every wri
       const history = await answer(await restored.request('GET', `/v1/consumption/history/${INSTALLATION}`));
       expect(history.status).toBe(200);
       expect((history.body as { records: { day: { km: number } }[] }).records[0]!.day.km).toBe(stored.size);
-      expect(await answer(await restored.request('PUT', '/v1/consumption/daily', { body: chunk(1) }))).toEqual({ status: 204, body: null });
+      expect(await answer(await restored.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_001) }))).toEqual({ status: 204, body: null });
       expect(restored.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
     } finally {
       await restored.close();
@@ -96,9 +96,9 @@ test('a backup put in place beside the replaced database\'s -wal refuses the sta
   const copy = join(tempDir('ev-ingest-backup-'), 'copy.db');
   const staleWal = join(tempDir('ev-ingest-backup-'), 'stale-wal');
   try {
-    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1) })).status).toBe(204);
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_001) })).status).toBe(204);
     expect((await runBackup(path, copy)).code).toBe(0);
-    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(2) })).status).toBe(204);
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_002) })).status).toBe(204);
     copyFileSync(`${path}-wal`, staleWal); // as a crash (or a restore that skipped the rm) would leave it
   } finally {
     await service.close();
@@ -121,7 +121,7 @@ test('a backup put in place beside the replaced database\'s -wal refuses the sta
   renameSync(`${path}-wal`, join(dir, 'moved-away-wal'));
   const restored = await startTestService({}, { dir });
   try {
-    expect(restored.storage.db.query('SELECT recorded_at AS at FROM consumption_chunks').all()).toEqual([{ at: 1 }]);
+    expect(restored.storage.db.query('SELECT recorded_at AS at FROM consumption_chunks').all()).toEqual([{ at: 1_700_000_000_001 }]);
   } finally {
     await restored.close();
   }

@@ -3,10 +3,10 @@ import { expect, test } from 'bun:test';
 import { answer, consumptionChunk, countSamples, INSTALLATION, startTestService, type TestService } from '../support.ts';
 
 // 1 km each, so the lifetime counts the chunks; spread over twelve days.
-const chunk = (recordedAt: number) =>
+const chunk = (index: number) =>
   consumptionChunk({
-    recordedAt,
-    date: `2026-${String(1 + (recordedAt % 12)).padStart(2, '0')}-01`,
+    recordedAt: 1_764_000_000_000 + index,
+    date: `2026-${String(1 + (index % 12)).padStart(2, '0')}-01`,
     day: { km: 1, kwh: 1, hours: 1, socDrop: 1 },
     sohPercent: 97,
   });

@@ -1,0 +1,2 @@
+ALTER TABLE `consumption_chunks` ADD `snapshot` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE INDEX `consumption_chunks_snapshot` ON `consumption_chunks` (`installation_id`,`date`,`recorded_at`) WHERE "consumption_chunks"."snapshot" = 1;

@@ -1,0 +1,62 @@
+/**
+ * The relay: one sample from a client of the planner's own API, stored and forwarded exactly as a
+ * one-sample `POST /v1/telemetry` batch without `plannerSentUtc` from the car its token was issued to.
+ */
+import type { Authenticator, DeviceCaller } from '../http/auth.ts';
+import { readBody, type BodyBounds } from '../http/body.ts';
+import { badRequest, HttpError, messages } from '../http/errors.ts';
+import type { Logger } from '../log.ts';
+import { validateBatch } from '../telemetry/model.ts';
+import { logDropped } from '../telemetry/routes.ts';
+import type { Telemetry } from '../telemetry/samples.ts';
+import { lenientSample, relayParams, tlmObject } from './model.ts';
+
+export interface RelayDeps {
+  auth: Authenticator;
+  /** The ingest endpoints' bounds: the same cap. */
+  bodyBounds: BodyBounds;
+  telemetry: Telemetry;
+  log: Logger;
+  now: () => number;
+}
+
+/** The relay's 401: the planner's words and no `WWW-Authenticate`, since no scheme is asked for. */
+const unauthorized = () => new HttpError(401, messages.unauthorized);
+
+export class Relay {
+  /** A body whose token is inside it is read before the token is known: no drain for strangers. */
+  private readonly strangerBounds: BodyBounds;
+
+  constructor(private readonly deps: RelayDeps) {
+    this.strangerBounds = { ...deps.bodyBounds, drain: 0 };
+  }
+
+  /** Stores the request's sample; resolves once committed, or throws the 400 or 401 to answer. */
+  async send(request: Request): Promise<void> {
+    const { auth, bodyBounds, telemetry, log, now } = this.deps;
+    const query = new URL(request.url).searchParams;
+    const queryToken = query.get('token');
+    // A token in the query is checked first, as the ingest endpoints check theirs before the body.
+    const queryCaller = queryToken ? this.device(queryToken) : null;
+    const body = await readBody(request, queryCaller ? bodyBounds : this.strangerBounds);
+    const params = relayParams(query, request.headers.get('content-type'), body);
+    const caller = params.token === queryToken && queryCaller ? queryCaller : this.device(params.token);
+    const sample = lenientSample(tlmObject(params.tlm));
+    const batch = validateBatch({ installationId: caller.installationId, samples: [sample] }, now());
+    if (batch.rows.length === 0) throw badRequest(batch.dropped.map(asTlmPath).join('; '));
+    await telemetry.store(batch);
+    logDropped(log, batch);
+  }
+
+  private device(token: string | null): DeviceCaller {
+    if (token === null) throw unauthorized();
+    try {
+      return this.deps.auth.authenticateDevice(token);
+    } catch (error) {
+      throw error instanceof HttpError ? unauthorized() : error;
+    }
+  }
+}
+
+/** A drop description names the relay's one sample `tlm`, not `samples[0]`. */
+const asTlmPath = (description: string) => description.replace(/^samples\[0\]/, 'tlm');

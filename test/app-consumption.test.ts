@@ -1,0 +1,172 @@
+/**
+ * The car app's consumption chunks as its builds send them, and the history read back as the app reads
+ * it. Builds 2.2.35-2.2.39 send the day's totals so far with a `lifetime` object (2.2.37-2.2.39 every
+ * 30 minutes, each with a new recordedAt); the current build sends the delta since its last chunk, and
+ * its first delta of a day starts from the day's start.
+ */
+import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
+import { orgJson } from './app-json.ts';
+import { INSTALLATION, startTestService, type TestService } from './support.ts';
+
+let service: TestService;
+beforeEach(async () => {
+  await service?.close();
+  service = await startTestService();
+});
+afterAll(() => service.close());
+
+/** 2026-11-25 08:00 UTC, and the times of the app's syncs after it. */
+const EIGHT = 1_764_057_600_000;
+const minutes = (n: number) => EIGHT + n * 60_000;
+
+interface Totals {
+  km: number;
+  kwh: number;
+  hours: number;
+  soc: number;
+}
+
+const totals = (km: number, kwh: number, hours: number, soc: number): Totals => ({ km, kwh, hours, soc });
+
+/** ConsumptionCloudClient.totals: the tracker's `soc` goes out as `socDrop`. */
+const wireTotals = (t: Totals) => ({ km: t.km, kwh: t.kwh, hours: t.hours, socDrop: t.soc });
+
+/** A 2.2.37-2.2.39 body: the day so far and the lifetime as it stood, the state of health a float. */
+const snapshotBody = (recordedAt: number, date: string, day: Totals, lifetime: Totals) =>
+  orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(day), lifetime: wireTotals(lifetime), sohPercent: 97.5 });
+
+/** The current build's body: the delta since its last chunk, no lifetime. */
+const deltaBody = (recordedAt: number, date: string, delta: Totals) =>
+  orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(delta), sohPercent: 97.5 });
+
+async function send(text: string): Promise<void> {
+  const response = await service.request('PUT', '/v1/consumption/daily', { body: text });
+  expect(response.status).toBe(204);
+}
+
+/** ConsumptionCloudClient.fetchHistory: each record's day and state of health, the top-level lifetime (optDouble: 0 when absent). */
+async function historyAsTheAppReadsIt() {
+  const response = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`);
+  expect(response.status).toBe(200);
+  const json = JSON.parse(await response.text()) as Record<string, any>;
+  const parseTotals = (o: Record<string, unknown>): Totals =>
+    totals(Number(o.km ?? 0), Number(o.kwh ?? 0), Number(o.hours ?? 0), Number(o.socDrop ?? 0));
+  const lifetime = json.lifetime == null ? null : parseTotals(json.lifetime);
+  const records = (json.records as Record<string, any>[]).map((r) => ({
+    date: r.date as string,
+    day: parseTotals(r.day),
+    soh: r.sohPercent == null ? null : Math.fround(r.sohPercent),
+  }));
+  return { records, lifetime, perRecordLifetimes: (json.records as Record<string, any>[]).map((r) => parseTotals(r.lifetime)) };
+}
+
+const LIFETIME_ON_THE_CAR = totals(5010.4, 801.25, 97.5, 1190);
+
+describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
+  test('the body is written as org.json writes it', () => {
+    expect(snapshotBody(minutes(0), '2026-11-25', totals(10, 1.55, 0.25, 2.5), LIFETIME_ON_THE_CAR)).toBe(
+      `{"installationId":"${INSTALLATION}","recordedAt":1764057600000,"date":"2026-11-25",` +
+        '"day":{"km":10,"kwh":1.55,"hours":0.25,"socDrop":2.5},' +
+        '"lifetime":{"km":5010.4,"kwh":801.25,"hours":97.5,"socDrop":1190},"sohPercent":97.5}',
+    );
+  });
+
+  test('snapshots of 10, 25.5 and 40.2 km every 30 minutes give a day of 40.2 km, the newest', async () => {
+    await send(snapshotBody(minutes(0), '2026-11-25', totals(10, 1.55, 0.25, 2.5), LIFETIME_ON_THE_CAR));
+    await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4.0, 0.5, 6), LIFETIME_ON_THE_CAR));
+    await send(snapshotBody(minutes(60), '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR));
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    expect(records).toEqual([{ date: '2026-11-25', day: totals(40.2, 6.9, 0.9, 9.5), soh: 97.5 }]);
+    // The service's own sum, never the body's lifetime.
+    expect(lifetime).toEqual(totals(40.2, 6.9, 0.9, 9.5));
+  });
+
+  test('a snapshot sent again (same recordedAt) replaces itself; an older one arriving late counts for nothing', async () => {
+    const newest = snapshotBody(minutes(60), '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR);
+    await send(snapshotBody(minutes(0), '2026-11-25', totals(10, 1.55, 0.25, 2.5), LIFETIME_ON_THE_CAR));
+    await send(newest);
+    await send(newest);
+    await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4.0, 0.5, 6), LIFETIME_ON_THE_CAR));
+    expect((await historyAsTheAppReadsIt()).records.map((r) => r.day)).toEqual([totals(40.2, 6.9, 0.9, 9.5)]);
+    const chunks = service.storage.db.query('SELECT count(*) AS n, sum(snapshot) AS snapshots FROM consumption_chunks').get();
+    expect(chunks).toEqual({ n: 3, snapshots: 3 });
+  });
+
+  test('a backlog day closed by its snapshot and today’s: per-record and top-level lifetimes are the service’s sums', async () => {
+    // One sync: the day before (its close) first, then today so far, both stamped with the sync's time.
+    await send(snapshotBody(minutes(0), '2026-11-24', totals(33.25, 5.5, 0.75, 8), totals(4970.2, 794.35, 96.6, 1180.5)));
+    await send(snapshotBody(minutes(0) + 1, '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR));
+    const { records, lifetime, perRecordLifetimes } = await historyAsTheAppReadsIt();
+    expect(records.map((r) => r.date)).toEqual(['2026-11-25', '2026-11-24']);
+    const both = totals(33.25 + 40.2, 5.5 + 6.9, 0.75 + 0.9, 8 + 9.5);
+    expect(lifetime).toEqual(both);
+    expect(perRecordLifetimes).toEqual([both, totals(33.25, 5.5, 0.75, 8)]);
+  });
+});
+
+describe('the current build: deltas, and the update from a snapshot build in the middle of a day', () => {
+  test('delta chunks add up; org.json’s 4.0E-4 and -0 are read as the numbers they are', async () => {
+    const first = deltaBody(minutes(0), '2026-11-25', totals(12.4, 2.05, 0.0004, -0));
+    expect(first).toContain('"day":{"km":12.4,"kwh":2.05,"hours":4.0E-4,"socDrop":-0}');
+    await send(first);
+    await send(deltaBody(minutes(2), '2026-11-25', totals(0.75, 0.125, 0.0125, 0.5)));
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    const sum = totals(12.4 + 0.75, 2.05 + 0.125, 0.0004 + 0.0125, 0.5);
+    expect(records).toEqual([{ date: '2026-11-25', day: sum, soh: 97.5 }]);
+    expect(lifetime).toEqual(sum);
+    expect(service.storage.db.query('SELECT hours, soc_drop FROM consumption_chunks ORDER BY recorded_at LIMIT 1').get()).toEqual({
+      hours: 0.0004,
+      soc_drop: 0,
+    });
+  });
+
+  test('snapshots until the update, then deltas of which the first starts from the day’s start: the day is the deltas', async () => {
+    const day = async () => (await historyAsTheAppReadsIt()).records[0]!.day;
+    await send(snapshotBody(minutes(0), '2026-11-25', totals(10, 1.5, 0.25, 2.5), LIFETIME_ON_THE_CAR));
+    await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4, 0.5, 6), LIFETIME_ON_THE_CAR));
+    expect(await day()).toEqual(totals(25.5, 4, 0.5, 6));
+    // Updated at 08:45: the new build's checkpoint for today is zero, so its first chunk is the day so far.
+    await send(deltaBody(minutes(47), '2026-11-25', totals(28.5, 4.5, 0.5625, 6.5)));
+    expect(await day()).toEqual(totals(28.5, 4.5, 0.5625, 6.5));
+    await send(deltaBody(minutes(49), '2026-11-25', totals(4.5, 0.75, 0.0625, 1)));
+    expect(await day()).toEqual(totals(33, 5.25, 0.625, 7.5));
+    expect((await historyAsTheAppReadsIt()).lifetime).toEqual(totals(33, 5.25, 0.625, 7.5));
+  });
+
+  test('the update’s first delta sent again after its day moved on keeps the day the deltas', async () => {
+    const first = deltaBody(minutes(47), '2026-11-25', totals(28.5, 4.5, 0.5625, 6.5));
+    await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4, 0.5, 6), LIFETIME_ON_THE_CAR));
+    await send(first);
+    await send(deltaBody(minutes(49), '2026-11-25', totals(4.5, 0.75, 0.0625, 1)));
+    await send(first); // the app's cache drain resends a chunk whose answer it never read
+    expect((await historyAsTheAppReadsIt()).records[0]!.day).toEqual(totals(33, 5.25, 0.625, 7.5));
+  });
+});
+
+test('any mix of deltas and snapshots, sent again and moved between days, sums as the rule says', async () => {
+  // Multiples of 1/64 below 2^20: every sum is exact in doubles, so the model may add as it likes.
+  let seed = 7;
+  const random = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31), seed % n);
+  const dates = ['2026-11-24', '2026-11-25'];
+  const model = new Map<number, { date: string; km: number; snapshot: boolean }>();
+  for (let step = 0; step < 150; step++) {
+    const recordedAt = minutes(random(20));
+    const chunk = { date: dates[random(2)]!, km: random(64 * 500) / 64, snapshot: random(3) === 0 };
+    model.set(recordedAt, chunk);
+    const values = totals(chunk.km, 0, 0, 0);
+    await send(chunk.snapshot ? snapshotBody(recordedAt, chunk.date, values, values) : deltaBody(recordedAt, chunk.date, values));
+  }
+  const expected = dates
+    .map((date) => {
+      const chunks = [...model].filter(([, chunk]) => chunk.date === date).sort(([a], [b]) => a - b);
+      const deltas = chunks.filter(([, chunk]) => !chunk.snapshot);
+      const newest = chunks.at(-1);
+      const counted = newest?.[1].snapshot ? newest[1].km : 0;
+      return { date, km: deltas.reduce((sum, [, chunk]) => sum + chunk.km, 0) + counted, days: chunks.length };
+    })
+    .filter((day) => day.days > 0)
+    .reverse();
+  const { records, lifetime } = await historyAsTheAppReadsIt();
+  expect(records.map((r) => ({ date: r.date, km: r.day.km }))).toEqual(expected.map(({ date, km }) => ({ date, km })));
+  expect(lifetime!.km).toBe(expected.reduce((sum, day) => sum + day.km, 0));
+});
