@@ -142,9 +142,16 @@ for (const viewport of VIEWPORTS) {
 
       // The installation with one sample: every section says what it lacks.
       await page.goto(installationUrl(running, OTHER_INSTALLATION));
-      for (const empty of ['No consumption recorded yet.', 'No state of health reported yet.', 'No paired devices.']) {
+      const empties = [
+        'No days recorded yet: the car app uploads them as it records the driving.',
+        'No consumption recorded yet.',
+        'No state of health reported yet.',
+        'No paired devices.',
+      ];
+      for (const empty of empties) {
         expect(await page.locator(`p:text-is("${empty}")`).count()).toBe(1);
       }
+      expect(await page.locator('svg.chart').count()).toBe(0);
       await shot('installation-empty');
       await Promise.all([page.waitForLoadState(), page.click('nav.tabs a:text-is("Charging sessions")')]);
       expect(await page.locator('p:text-is("No charging sessions recorded.")').count()).toBe(1);

@@ -83,6 +83,14 @@ function Consumption({ view }: { view: InstallationView }) {
   const grouping = groupingOf(view.period);
   const rows = grouped(days, grouping).reverse();
   const bars = (field: 'km' | 'kwh') => days.map((day) => ({ label: day.label, value: day[field] }));
+  if (view.consumption.lifetime === null) {
+    return (
+      <section aria-labelledby="consumption">
+        <h2 id="consumption">Consumption</h2>
+        <p>No days recorded yet: the car app uploads them as it records the driving.</p>
+      </section>
+    );
+  }
   return (
     <section aria-labelledby="consumption">
       <h2 id="consumption">Consumption</h2>

@@ -47,7 +47,7 @@ button.danger{background:var(--danger)}button.plain{background:transparent;color
 .signin{max-width:28rem;margin:2rem auto}
 .signin button{margin-top:1rem;width:100%;max-width:24rem}
 ul.links{margin:0;padding-left:1.2rem}ul.links li{margin:.3rem 0}
-.cards{display:grid;gap:1rem}@media (min-width:56rem){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
+.cards{display:grid;gap:1rem;margin:0 0 1rem}@media (min-width:56rem){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
 .cards section{margin:0}
 ul.devices{list-style:none;margin:0;padding:0;display:grid;gap:1rem}@media (min-width:56rem){ul.devices{grid-template-columns:repeat(2,minmax(0,1fr))}}
 ul.devices li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}ul.devices h3{font-size:1rem;margin:0 0 .5rem;overflow-wrap:anywhere}
