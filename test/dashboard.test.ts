@@ -127,6 +127,8 @@ describe('sign-in', () => {
     const locked = await postForm(s, '/dashboard/sign-in', { password: PASSWORD });
     expect([locked.status, locked.headers.get('retry-after'), locked.headers.get('set-cookie')]).toEqual([429, '45', null]);
     expect(await locked.text()).toContain('Try again in 45 seconds.');
+    const form = await getPage(s, '/dashboard/sign-in');
+    expect([form.status, await form.text()]).toEqual([200, expect.stringContaining('role="alert">Too many wrong passwords (5 in a row). Try again in 45 seconds.</p>')]);
     expect(storedSessions(s)).toEqual([]);
     elapsed += 45_000;
     expect((await postForm(s, '/dashboard/sign-in', { password: PASSWORD })).status).toBe(303);

@@ -62,7 +62,9 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, pages }: Da
 
   const showSignIn = async (request: Request) => {
     if (await sessions.open(sessionToken(request))) return redirect(DASHBOARD_PATH);
-    return signInPage(200);
+    // Said before any password is typed, so that nobody types it during a lockout only to be refused.
+    const lockedFor = sessions.lockedFor();
+    return signInPage(200, lockedFor > 0 ? lockedText(lockedFor) : undefined);
   };
 
   const signIn = async (request: Request) => {

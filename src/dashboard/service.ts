@@ -56,6 +56,11 @@ export class DashboardSessions {
     return { outcome: 'signed-in', token };
   }
 
+  /** Seconds until the approval lockout ends, 0 when passwords are checked. */
+  lockedFor(): number {
+    return this.lock.retryAfterSeconds();
+  }
+
   /** The live session of a cookie's secret, its expiry moved forward at most once per `dashboardSessionExtendMs`. */
   async open(token: string | null): Promise<DashboardSession | null> {
     if (token === null || !SECRET.test(token)) return null;
