@@ -141,8 +141,8 @@ export const limits = {
   exportBusyMs: 0.2,
   /** Page cache of an export's own read connection, in KiB. */
   exportCacheKiB: 1024,
-  exportYieldFactor: 4,
-  exportYieldMaxMs: 20,
+  exportYieldFactor: 8,
+  exportYieldMaxMs: 50,
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
   sessionsPageMax: 1000,
