@@ -55,6 +55,13 @@ end
 /** Chunks of today's driving, each at a new recordedAt. */
 const chunkPuts = putScript(`return wrk.format(nil, nil, nil, string.format('{"installationId":"${INSTALLATION}",' ..
     '"recordedAt":%d,"date":"2026-01-02","day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', k))`);
+/**
+ * App 2.2.39's snapshots of a day whose chunks are older than the chunk PUTs' (run after them): a write
+ * that must tell whether a delta of its day follows the day's newest snapshot.
+ */
+const snapshotPuts = putScript(`return wrk.format(nil, nil, nil, string.format('{"installationId":"${INSTALLATION}",' ..
+    '"recordedAt":%d,"date":"2026-01-01","day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},' ..
+    '"lifetime":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', 1767225600000 + offset / 1000 + n))`);
 /** The reference write: a minimal charging session, one row and no sums. */
 const sessionPuts = putScript(`return wrk.format(nil, "/v1/charging-sessions/s" .. k, nil, string.format(
     '{"installationId":"${INSTALLATION}","startedAt":%d,"endedAt":%d,"energyKwh":30}', k, k))`);
@@ -102,13 +109,16 @@ if (import.meta.main) {
     const health = await wrk(healthUrl, { seconds: SECONDS });
     const history = await wrk(historyUrl, { seconds: SECONDS, script: LUA_AUTHORIZATION });
     const puts = await wrk(new URL('/v1/consumption/daily', service.url), { seconds: SECONDS, script: chunkPuts });
+    const snapshots = await wrk(new URL('/v1/consumption/daily', service.url), { seconds: SECONDS, script: snapshotPuts });
     const sessions = await wrk(new URL('/v1/charging-sessions/x', service.url), { seconds: SECONDS, script: sessionPuts });
     console.log(formatLoad('GET /v1/health (reference), 32 connections', health));
     console.log(formatLoad('GET history, 32 connections (target ≥ 1000/s)', history));
     console.log(formatLoad('PUT chunk, 32 connections (target ≥ 5000/s)', puts));
+    console.log(formatLoad('PUT snapshot of an earlier day (app 2.2.39), 32 connections', snapshots));
     console.log(formatLoad('PUT charging session (reference write)', sessions));
     const ratio = (a: LoadResult, b: LoadResult) => `${((a.requestsPerSecond / b.requestsPerSecond) * 100).toFixed(0)}%`;
-    console.log(`  history / health: ${ratio(history, health)}, PUT chunk / PUT session: ${ratio(puts, sessions)}`);
+    console.log(`  history / health: ${ratio(history, health)}, PUT chunk / PUT session: ${ratio(puts, sessions)}, ` +
+      `PUT snapshot / PUT session: ${ratio(snapshots, sessions)}`);
   } finally {
     await service.stop();
   }

@@ -17,19 +17,25 @@ import { Retention } from './deletion/retention.ts';
 import { PurgeWatcher } from './deletion/service.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
+import { readinessRoutes } from './health/routes.ts';
+import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
-import { answerError } from './http/on-error.ts';
+import { answerError, pathOf } from './http/on-error.ts';
+import { RepeatCounter } from './http/security-log.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
 import { PairingBook, revokeLeftovers } from './pairing/book.ts';
+import { KnownAddresses } from './pairing/known-addresses.ts';
 import { ApprovalLock } from './pairing/lock.ts';
-import { pageHeadersOf } from './pairing/page.tsx';
+import { NO_STORE, pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
+import { Metrics } from './metrics/service.ts';
 import { ownerDataRoutes } from './owner/routes.ts';
 import { OwnerData } from './owner/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
 import { PlannerStatus } from './planner/status.ts';
+import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { relayRoutes } from './relay/routes.ts';
@@ -56,6 +62,8 @@ export interface AppOptions {
   forwarder?: SampleForwarder;
   /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
   bodyReadMs?: number;
+  /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
+  readyWaitMs?: number;
 }
 
 export function createApp({
@@ -67,13 +75,19 @@ export function createApp({
   plannerTimers,
   forwarder,
   bodyReadMs = limits.bodyReadMs,
+  readyWaitMs = limits.readyWaitMs,
 }: AppOptions) {
+  const metrics = new Metrics();
+  // Before the first write, so that the commit histograms count every group the committer does.
+  if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
   /** Settles once the start-up's own writes have committed: serve only then. */
   const ready = revokeLeftovers(devices, log);
-  const auth = new Authenticator(config.ingestToken, devices);
+  const badTokens = { repeats: new RepeatCounter(elapsed), trustProxy: config.trustProxy, log };
+  const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
+  const chargingSessions = new ChargingSessions(storage.committer, now);
   const planner = new PlannerForwarder({
     config: config.planner,
     db: storage.db,
@@ -98,25 +112,33 @@ export function createApp({
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
   const pairing = config.approvalPassword === null ? null : {
     book: new PairingBook(devices, log, elapsed),
-    lock: new ApprovalLock(config.approvalPassword, elapsed),
+    lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
   };
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
+    .onRequest(storeNothingOfTheApi)
     .get('/v1/health', () => ({ status: 'ok' }))
+    .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: new ChargingSessions(storage.committer, now) }))
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: chargingSessions }))
     .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })))
     .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
-    app.use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log })).use(deviceRoutes({ ...pairing, devices, log }));
+    app
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log }))
+      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
     app.use(dashboardRoutes({ sessions: dashboardSessions, config, bodyBounds: pairingBounds, log, pages: ownerPages(reads, log, now) }));
   }
+
+  const { committer } = storage;
+  const plannerWaiting = waitingSamplesCounter(storage.db);
+  metrics.readFrom({ telemetry, consumption, sessions: chargingSessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
@@ -127,8 +149,12 @@ export function createApp({
     pairing?.book.stop();
   };
 
-  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do; none without pages. */
-  const listenerHeaders: PathHeaders | undefined = pairing ? (path) => (isDashboardPath(path) ? DASHBOARD_HEADERS : pageHeadersOf(path)) : undefined;
+  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
+  const listenerHeaders: PathHeaders = (path) => {
+    if (isApiPath(path)) return API_HEADERS;
+    if (!pairing) return {};
+    return isDashboardPath(path) ? DASHBOARD_HEADERS : pageHeadersOf(path);
+  };
 
   return {
     app,
@@ -136,6 +162,7 @@ export function createApp({
     devices,
     pairing,
     planner,
+    metrics,
     purges,
     retention,
     ready,
@@ -151,3 +178,25 @@ export function createApp({
 }
 
 export type Service = ReturnType<typeof createApp>;
+
+type HeadersOfAnswer = Record<string, string | number>;
+
+/**
+ * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
+ * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
+ */
+function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
+  if (isApiPath(pathOf(request.url))) set.headers['cache-control'] = NO_STORE;
+}
+
+const API_HEADERS = { 'Cache-Control': NO_STORE };
+
+/** The API and the planner-compatible relay. Bun resolves dot segments first (`/x/../v1/devices` is `/v1/devices`). */
+const isApiPath = (path: string) => path.startsWith('/v1/') || path.startsWith('/abrp/');
+
+/** The addresses where the approval password was given right lately, read from the database. */
+function knownAddresses(storage: Storage, log: Logger, now: () => number): KnownAddresses {
+  const known = new KnownAddresses(storage.committer, log, now);
+  known.load(storage.db);
+  return known;
+}

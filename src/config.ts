@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { limits } from './limits.ts';
-import type { LogLevel } from './log.ts';
+import type { LogFormat, LogLevel } from './log.ts';
 import { isUuid } from './uuid.ts';
 
 export type Durability = 'full' | 'fast';
@@ -23,6 +23,10 @@ export interface Config {
   databasePath: string;
   durability: Durability;
   logLevel: LogLevel;
+  /** LOG_FORMAT: logfmt lines (`text`) or one JSON object a line (`json`). */
+  logFormat: LogFormat;
+  /** METRICS_LISTEN: where Prometheus scrapes `/metrics`; null (the default) serves no metrics. */
+  metricsListen: { host: string; port: number } | null;
   /** Writes per group transaction at most (EV_INGEST_BENCH_GROUP_WRITES): a benchmark's switch, unset in service. */
   maxGroupWrites?: number;
   ingestToken: string;
@@ -221,16 +225,22 @@ export function serveConfig(env: Env): Config {
     databasePath: databasePath(env),
     durability: oneOf(env, 'DURABILITY', ['full', 'fast'], 'full'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'], 'text'),
+    metricsListen: metricsListen(env.METRICS_LISTEN),
     maxGroupWrites: benchGroupWrites(env.EV_INGEST_BENCH_GROUP_WRITES),
     ingestToken: ingestToken(env),
     approvalPassword: approvalPassword(env),
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
-    host: nonEmpty(env.HOST) ?? '0.0.0.0',
-    port: port(env.PORT),
+    ...listenAddress(env),
     planner: plannerConfig(env),
     telemetryRetentionDays: retentionDays(env.TELEMETRY_RETENTION_DAYS),
   };
+}
+
+/** HOST and PORT: where the server listens; the health check reads them too, and no secret. */
+export function listenAddress(env: Env): Pick<Config, 'host' | 'port'> {
+  return { host: nonEmpty(env.HOST) ?? '0.0.0.0', port: port(env.PORT) };
 }
 
 function retentionDays(value: string | undefined): number | null {
@@ -310,6 +320,17 @@ function port(value: string | undefined): number {
     throw new ConfigError('PORT must be a whole number from 0 to 65535 (0 picks a free port)');
   }
   return number;
+}
+
+/** `HOST:PORT`, an IPv6 address in brackets (`[::1]:9464`). */
+function metricsListen(value: string | undefined): Config['metricsListen'] {
+  const text = nonEmpty(value);
+  if (text === undefined) return null;
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]]+)):(\d{1,5})$/.exec(text);
+  if (!match || Number(match[3]) > 65_535) {
+    throw new ConfigError('METRICS_LISTEN must be HOST:PORT, such as 127.0.0.1:9464 or [::1]:9464');
+  }
+  return { host: (match[1] ?? match[2])!, port: Number(match[3]) };
 }
 
 function plannerConfig(env: Env): PlannerConfig {

@@ -1,4 +1,4 @@
-/** Every limit of the service, named once (seed-spec section 8 and the contract). */
+/** Every limit of the service, named once. */
 export const limits = {
   /** Largest accepted request body of an ingest endpoint, in bytes (512 KiB). */
   bodyBytes: 524_288,
@@ -39,15 +39,31 @@ export const limits = {
   deviceNameMaxChars: 64,
   /**
    * Largest body of the routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form),
-   * in bytes; an oversized one is cut off at once, never drained.
+   * in bytes; of an oversized one at most `pairingDrainBytes` more are read, within `pairingDrainMs`.
    */
   pairingBodyBytes: 4_096,
+  /** Bytes of an oversized body of those routes read and thrown away, so that the client reads the 400 (1 MiB). */
+  pairingDrainBytes: 1024 * 1024,
+  /** How long that drain may take: a body still coming after it is cut off. */
+  pairingDrainMs: 2000,
   /** How often expired pairing requests are swept (and their uncollected devices revoked). */
   pairingSweepIntervalMs: 5_000,
   /** Wrong approval passwords in a row that start a lockout. */
   lockoutAttempts: 5,
-  /** Length of an approval lockout. */
+  /** Length of an approval lockout, of one address or of all (the backstop). */
   lockoutMs: 60_000,
+  /** Wrong approval passwords from all addresses together within `lockoutMs` that lock every address (the backstop). */
+  backstopAttempts: 50,
+  /** How long an address where the right password was given stays spared by the backstop (30 days). */
+  knownAddressMs: 30 * 24 * 3_600_000,
+  /** A known address's time of its last right password is saved again at most this often. */
+  knownAddressRefreshMs: 3_600_000,
+  /** Client addresses whose wrong passwords or bad tokens are counted at once; the least recent are forgotten. */
+  addressesTracked: 10_000,
+  /** Open pairing requests from one client address at most. */
+  pairingOpenPerAddress: 10,
+  /** A security event repeated by one address (a bad token) or by all (a full book) is logged this often at most. */
+  securityLogIntervalMs: 60_000,
   /** A dashboard session ends this long after its last use (sliding). */
   dashboardSessionMs: 30 * 86_400_000,
   /** A used session's expiry is moved forward at most this often: a write an hour, not one a page. */
@@ -136,12 +152,13 @@ export const limits = {
   exportPageRows: 128,
   /**
    * An export's turn of the event loop that other work took longer than this (ms) is followed by a wait
-   * of `exportYieldFactor` times that work (at most `exportYieldMaxMs`) before its next page.
+   * of `exportYieldFactor` times that work or the export's last page, the longer (at most
+   * `exportYieldMaxMs`), before its next page.
    */
-  exportBusyMs: 0.2,
+  exportBusyMs: 0.1,
   /** Page cache of an export's own read connection, in KiB. */
   exportCacheKiB: 1024,
-  exportYieldFactor: 8,
+  exportYieldFactor: 6,
   exportYieldMaxMs: 50,
   /** Charging sessions in one page of the list, by default and at most. */
   sessionsPageDefault: 100,
@@ -150,6 +167,10 @@ export const limits = {
   plannerSentLogMs: 60_000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
+  /** A write unanswered, or a writer silent, this long turns `/v1/ready` to 503 (under the healthcheck's 5 s). */
+  readyWaitMs: 3000,
+  /** How long `ev-ingest healthcheck` waits for the whole 200. */
+  healthcheckMs: 5000,
 } as const;
 
 /** The waits that end slow and silent clients' connections: `limits` in service, shorter in tests. */

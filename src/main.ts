@@ -2,6 +2,7 @@
 /** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
 import { helpOrOption, toStderr, toStdout, usage } from './command.ts';
 import { ConfigError, readServerEnvironment, serveConfig } from './config.ts';
+import { healthcheckCommand, HEALTHCHECK_USAGE } from './cli/healthcheck.ts';
 import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
 import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
@@ -15,9 +16,10 @@ const SERVE_USAGE = `  ev-ingest [serve]              serve (configuration from 
 
 const CONFIGURATION = `Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
 APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
-PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, DURABILITY, TELEMETRY_RETENTION_DAYS.
-Secrets also accept <NAME>_FILE. The devices, backup, status and purge commands need only
-DATABASE_PATH. See README.md.`;
+PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, LOG_FORMAT, DURABILITY,
+METRICS_LISTEN, TELEMETRY_RETENTION_DAYS. Secrets also accept <NAME>_FILE. The devices, backup,
+status and purge commands need only DATABASE_PATH, healthcheck only HOST and PORT. See
+docs/configuration.md.`;
 
 const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric cars
 
@@ -27,6 +29,7 @@ ${DEVICES_USAGE}
 ${BACKUP_USAGE}
 ${STATUS_USAGE}
 ${PURGE_USAGE}
+${HEALTHCHECK_USAGE}
   ev-ingest --help               print this help
   ev-ingest --version            print the version
 
@@ -55,6 +58,8 @@ async function main(args: string[]): Promise<number> {
       return statusCommand(args.slice(1));
     case 'purge':
       return purgeCommand(args.slice(1));
+    case 'healthcheck':
+      return healthcheckCommand(args.slice(1));
     default:
       process.stderr.write(`ev-ingest: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
       return 2;
@@ -73,7 +78,7 @@ async function serveCommand(args: string[]): Promise<number> {
 
 async function runServer(): Promise<number> {
   const config = serveConfig(readServerEnvironment());
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
   process.on('exit', () => log.flush()); // lines still buffered when the process ends are written
   exitWhenStopped(await serve(config, log), log);
   return new Promise<number>(() => {}); // serves until a signal or its writer's failure

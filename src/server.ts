@@ -1,18 +1,24 @@
 /** Serving: the HTTP listener, the request log line, and a clean shutdown. */
 import type { Server } from 'bun';
 import { statSync } from 'node:fs';
-import { createApp, type Service } from './app.ts';
+import { createApp, type AppOptions, type Service } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
+import { warnAboutExposure } from './exposure.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
+import { recordPeer } from './http/client-address.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
 import type { Logger } from './log.ts';
+import { listenMetrics } from './metrics/listener.ts';
+import { routePatterns } from './metrics/route-patterns.ts';
 import { VERSION } from './version.ts';
 
 export interface Running {
   url: URL;
+  /** Where `/metrics` is served, when METRICS_LISTEN is set. */
+  metricsUrl: URL | null;
   /** The app's feature state and its database, for end-to-end tests of a listening server. */
   service: Service;
   storage: Storage;
@@ -23,10 +29,11 @@ export interface Running {
 
 /**
  * Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the
- * listener alike. `syncFile` is the storage's fault seam, for tests of a listening server.
+ * listener alike. `syncFile` is the storage's fault seam and `readyWaitMs` the readiness's wait, for tests
+ * of a listening server.
  */
 export async function serve(
-  config: Config & Pick<StorageOptions, 'syncFile'>,
+  config: Config & Pick<StorageOptions, 'syncFile'> & Pick<AppOptions, 'readyWaitMs'>,
   log: Logger,
   timeouts: ClientTimeouts = limits,
 ): Promise<Running> {
@@ -37,7 +44,9 @@ export async function serve(
       resolve(error);
     };
   });
-  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs: timeouts.bodyReadMs }));
+  const { bodyReadMs } = timeouts;
+  const { readyWaitMs } = config;
+  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs, readyWaitMs }));
   await service.ready;
   service.devices.watch();
   service.purges.watch();
@@ -45,24 +54,55 @@ export async function serve(
   service.pairing?.book.watch();
 
   let server: Listener;
+  let metricsServer: MetricsListener | null = null;
   try {
-    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders);
+    const observe = requestObserver(service, config);
+    server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders, observe);
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
   }
+  if (config.metricsListen) {
+    try {
+      metricsServer = listenMetrics(service.metrics, config.metricsListen);
+    } catch (error) {
+      await server.stop(true);
+      await closeService(service, storage);
+      const { host, port } = config.metricsListen;
+      throw new ConfigError(`cannot listen on METRICS_LISTEN ${host}:${port}: ${(error as Error).message}`);
+    }
+  }
 
-  logStarted(server, service, config, storage, log);
-  return { url: server.url, service, storage, stop: stopOnce(server, service, storage, log), fatal };
+  logStarted(server, metricsServer, service, config, storage, log);
+  const stop = stopOnce([server, metricsServer], service, storage, log);
+  const metricsUrl = metricsServer && new URL('/metrics', metricsServer.url);
+  return { url: server.url, metricsUrl, service, storage, stop, fatal };
+}
+
+type MetricsListener = ReturnType<typeof listenMetrics>;
+
+/** Counts each answer by route pattern, method and status when metrics are served; else nothing is done per request. */
+function requestObserver(service: Service, config: Config): RequestObserver | undefined {
+  if (!config.metricsListen) return undefined;
+  const routeOf = routePatterns(service.app.routes);
+  return (method, path, status, ms) => service.metrics.requestServed(routeOf(path), method, status, ms / 1000);
 }
 
 type Listener = ReturnType<typeof listen>;
 
 /** The start line, and the warnings an owner should see once at start-up. */
-function logStarted(server: Listener, service: Service, config: Config, storage: Storage, log: Logger): void {
+function logStarted(
+  server: Listener,
+  metrics: MetricsListener | null,
+  service: Service,
+  config: Config,
+  storage: Storage,
+  log: Logger,
+): void {
   log.info('started', {
     version: VERSION,
     address: server.url.href,
+    metrics: metrics ? new URL('/metrics', metrics.url).href : undefined,
     database: config.databasePath,
     durability: config.durability,
     devices: service.devices.size,
@@ -73,6 +113,7 @@ function logStarted(server: Listener, service: Service, config: Config, storage:
     log.warn('bench.group_writes', { maxGroupWrites: config.maxGroupWrites, hint: 'a benchmark switch: unset EV_INGEST_BENCH_GROUP_WRITES' });
   }
   warnIfLinked(storage, log);
+  warnAboutExposure(config, log);
   if (service.pairing && config.publicUrl === '') {
     log.warn('pairing.public_url_unset', {
       hint: 'approval URLs are derived from each request; set PUBLIC_URL to the address phones reach',
@@ -81,11 +122,17 @@ function logStarted(server: Listener, service: Service, config: Config, storage:
 }
 
 /** The graceful stop, run once however often it is asked for: requests in flight get the grace period. */
-function stopOnce(server: Listener, service: Service, storage: Storage, log: Logger): () => Promise<void> {
+function stopOnce(
+  [server, metricsServer]: [Listener, MetricsListener | null],
+  service: Service,
+  storage: Storage,
+  log: Logger,
+): () => Promise<void> {
   let stopping: Promise<void> | null = null;
   return () =>
     (stopping ??= (async () => {
       log.info('stopping');
+      await metricsServer?.stop(true);
       let timer: Timer | undefined;
       const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), limits.shutdownGraceMs)));
       if ((await Promise.race([server.stop(false), grace])) === 'timeout') await server.stop(true);
@@ -100,10 +147,8 @@ function stopOnce(server: Listener, service: Service, storage: Storage, log: Log
 export type ProcessControl = Pick<NodeJS.Process, 'on' | 'exit'>;
 
 /**
- * Ends the process once the server has stopped: exit 0 after SIGTERM or SIGINT; 1 when its writer
- * died (it can no longer store anything: a supervisor's `Restart=on-failure` starts it again) or the
- * stop failed. A second signal joins the stop under way; a third ends the process at once (exit 1), for
- * a stop that hangs (a stalled disk).
+ * Ends the process once the server has stopped: 0 after SIGTERM or SIGINT, 1 when its writer died (for
+ * `Restart=on-failure`) or the stop failed. A third signal ends a hanging stop at once (exit 1).
  */
 export function exitWhenStopped(running: Running, log: Logger, host: ProcessControl = process): void {
   // Read when the stop ends: a writer failing during a stop a signal began still exits 1.
@@ -134,11 +179,7 @@ export function exitWhenStopped(running: Running, log: Logger, host: ProcessCont
   });
 }
 
-/**
- * SQLite names the -wal and -shm after the path it opens, and the one-server lock is named so too: a
- * second name for the file (a hard link, as `cp -al` or an rsnapshot of the folder makes) escapes both,
- * and a program opening it by that name while the server runs can corrupt the database.
- */
+/** Warns of a hard-linked database file: opened by its other name, it escapes the -wal and the server lock. */
 function warnIfLinked(storage: Storage, log: Logger): void {
   const file = databaseFile(storage.db);
   const links = statSync(file).nlink;
@@ -158,6 +199,9 @@ export async function closeService(service: Service, storage: Storage): Promise<
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
+/** Told of every answer of the listener: the request's method and path, the status, and the time taken. */
+export type RequestObserver = (method: string, path: string, status: number, ms: number) => void;
+
 const noHeaders: PathHeaders = () => ({});
 
 /**
@@ -170,6 +214,7 @@ export function listen(
   log: Logger,
   timeouts: ClientTimeouts = limits,
   headersFor: PathHeaders = noHeaders,
+  observe?: RequestObserver,
 ) {
   return Bun.serve({
     hostname: host,
@@ -182,26 +227,24 @@ export function listen(
     // The pipeline reads bodies itself with the 512 KiB cap; Bun's own limit would answer an empty 413
     // before the token check.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    // Closes a kept-alive connection whose next request head has not come within this, trickled or not (README).
+    // Closes a kept-alive connection whose next request head has not come within this, trickled or not.
     idleTimeout: timeouts.idleTimeoutSeconds,
     fetch(request, server) {
       const started = performance.now();
       const restoreIdleTimeout = extendIdleTimeoutForBody(server, request, timeouts);
       const logged = (response: Response) => {
         restoreIdleTimeout();
-        log.info('request', {
-          method: request.method,
-          path: pathOf(request.url),
-          status: response.status,
-          ms: Math.round((performance.now() - started) * 100) / 100,
-        });
+        const path = pathOf(request.url);
+        const ms = performance.now() - started;
+        log.info('request', { method: request.method, path, status: response.status, ms: Math.round(ms * 100) / 100 });
+        observe?.(request.method, path, response.status, ms);
         return response;
       };
       const answeredHere = (response: Response) => {
         for (const [name, value] of Object.entries(headersFor(pathOf(request.url)))) response.headers.set(name, value);
         return logged(response);
       };
-      // The app answers its own failures; one escaping it still gets the contract's 500, logged, and the idle timer back.
+      // A failure escaping the app still gets the 500 JSON answer, a log line, and the idle timer back.
       const failed = (error: unknown) => answeredHere(internalError(log, request, error));
       const hostRefused = () => answeredHere(errorResponse(400, messages.hostInvalid, { Connection: 'close' }));
       try {
@@ -213,7 +256,7 @@ export function listen(
           // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
           request = new Request(new URL(request.url, server.url).href, request);
         }
-        const response = handle(request);
+        const response = handle(recordPeer(request, server.requestIP(request)?.address));
         return response instanceof Promise ? response.then(logged, failed) : logged(response);
       } catch (error) {
         return failed(error);

@@ -95,12 +95,105 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
   test('a backlog day closed by its snapshot and today’s: per-record and top-level lifetimes are the service’s sums', async () => {
     // One sync: the day before (its close) first, then today so far, both stamped with the sync's time.
     await send(snapshotBody(minutes(0), '2026-11-24', totals(33.25, 5.5, 0.75, 8), totals(4970.2, 794.35, 96.6, 1180.5)));
-    await send(snapshotBody(minutes(0) + 1, '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR));
+    await send(snapshotBody(minutes(0), '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR));
     const { records, lifetime, perRecordLifetimes } = await historyAsTheAppReadsIt();
     expect(records.map((r) => r.date)).toEqual(['2026-11-25', '2026-11-24']);
     const both = totals(33.25 + 40.2, 5.5 + 6.9, 0.75 + 0.9, 8 + 9.5);
     expect(lifetime).toEqual(both);
     expect(perRecordLifetimes).toEqual([both, totals(33.25, 5.5, 0.75, 8)]);
+  });
+});
+
+describe('2.2.35-2.2.36: each closed day once, every day of a sync stamped with the sync’s time', () => {
+  /** A 2.2.35-2.2.36 body: built field by field as in 2.2.39 (the same keys in the same order), for closed days only. */
+  const closedDayBody = (recordedAt: number, date: string, day: Totals) =>
+    orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(day), lifetime: wireTotals(LIFETIME_ON_THE_CAR), sohPercent: 97.5 });
+
+  test('back online after three days: the three closed days in one sync, then yesterday after midnight', async () => {
+    // syncDailyConsumption: up to 10 stored days after the last one answered, before today, at one nowMs.
+    for (const [date, km] of [['2026-11-22', 42], ['2026-11-23', 18.5], ['2026-11-24', 7.25]] as const) {
+      await send(closedDayBody(minutes(0), date, totals(km, 0, 0, 0)));
+    }
+    await send(closedDayBody(minutes(24 * 60 + 5), '2026-11-25', totals(1.5, 0, 0, 0)));
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    expect(records.map((r) => [r.date, r.day.km, r.soh])).toEqual([
+      ['2026-11-25', 1.5, 97.5],
+      ['2026-11-24', 7.25, 97.5],
+      ['2026-11-23', 18.5, 97.5],
+      ['2026-11-22', 42, 97.5],
+    ]);
+    expect(lifetime!.km).toBe(69.25);
+  });
+});
+
+describe('2.2.39: syncDailyConsumption stamps every day of one sync with the same recordedAt', () => {
+  /** One sync as the app runs it: each stored day after the last one answered 204, then today, all at `nowMs`. */
+  async function sync(nowMs: number, days: [string, Totals][]): Promise<void> {
+    for (const [date, day] of days) await send(snapshotBody(nowMs, date, day, LIFETIME_ON_THE_CAR));
+  }
+
+  test('three days at one recordedAt are three days', async () => {
+    await sync(1_764_080_000_000, [
+      ['2025-11-23', totals(10, 1.5, 0.25, 2.5)],
+      ['2025-11-24', totals(20, 3, 0.5, 5)],
+      ['2025-11-25', totals(30, 4.5, 0.75, 7.5)],
+    ]);
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    expect(records.map((r) => [r.date, r.day.km])).toEqual([
+      ['2025-11-25', 30],
+      ['2025-11-24', 20],
+      ['2025-11-23', 10],
+    ]);
+    expect(lifetime).toEqual(totals(60, 9, 1.5, 15));
+  });
+
+  test('the first sync after midnight keeps yesterday’s close and starts today', async () => {
+    const yesterdayAt = (hour: number) => EIGHT - 86_400_000 + hour * 3_600_000;
+    await sync(yesterdayAt(15), [['2026-11-24', totals(20, 3, 0.5, 5)]]);
+    await sync(yesterdayAt(15.5), [['2026-11-24', totals(33.25, 5.5, 0.75, 8)]]);
+    // 00:00 UTC: yesterday is a stored day after the last one answered (the 23rd), so its close goes first,
+    // with the 6.75 km driven since the last sync.
+    await sync(yesterdayAt(16), [
+      ['2026-11-24', totals(40, 6.5, 1, 10)],
+      ['2026-11-25', totals(0, 0, 0, 0)],
+    ]);
+    await sync(minutes(0), [['2026-11-25', totals(10, 1.5, 0.25, 2.5)]]);
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    expect(records.map((r) => [r.date, r.day])).toEqual([
+      ['2026-11-25', totals(10, 1.5, 0.25, 2.5)],
+      ['2026-11-24', totals(40, 6.5, 1, 10)],
+    ]);
+    expect(lifetime).toEqual(totals(50, 8, 1.25, 12.5));
+  });
+
+  test('after two days offline, the backlog and today at one recordedAt: every day kept, each its newest snapshot', async () => {
+    const dayBefore = (days: number) => EIGHT - days * 86_400_000;
+    await sync(dayBefore(3) + 12 * 3_600_000, [['2026-11-22', totals(12, 2, 0.25, 3)]]);
+    // Offline on the 23rd and 24th: every sync failed, so the last day answered is still the 21st.
+    await sync(minutes(0), [
+      ['2026-11-22', totals(42, 7, 1, 11)],
+      ['2026-11-23', totals(18.5, 3, 0.5, 4)],
+      ['2026-11-24', totals(7.25, 1.25, 0.25, 2)],
+      ['2026-11-25', totals(1.5, 0.25, 0.125, 0.5)],
+    ]);
+    const { records, lifetime } = await historyAsTheAppReadsIt();
+    expect(records.map((r) => [r.date, r.day.km])).toEqual([
+      ['2026-11-25', 1.5],
+      ['2026-11-24', 7.25],
+      ['2026-11-23', 18.5],
+      ['2026-11-22', 42],
+    ]);
+    expect(lifetime).toEqual(totals(69.25, 11.5, 1.875, 17.5));
+  });
+
+  test('a delta recorded at the same time as a snapshot of its day is after it: the day is the delta', async () => {
+    await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4, 0.5, 6), LIFETIME_ON_THE_CAR));
+    await send(deltaBody(minutes(30), '2026-11-25', totals(28.5, 4.5, 0.5625, 6.5)));
+    expect((await historyAsTheAppReadsIt()).records[0]!.day).toEqual(totals(28.5, 4.5, 0.5625, 6.5));
+    // Both kept: a snapshot sent again later still counts for nothing.
+    await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4, 0.5, 6), LIFETIME_ON_THE_CAR));
+    expect((await historyAsTheAppReadsIt()).lifetime).toEqual(totals(28.5, 4.5, 0.5625, 6.5));
+    expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 2 });
   });
 });
 
@@ -148,21 +241,25 @@ test('any mix of deltas and snapshots, sent again and moved between days, sums a
   let seed = 7;
   const random = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31), seed % n);
   const dates = ['2026-11-24', '2026-11-25'];
-  const model = new Map<number, { date: string; km: number; snapshot: boolean }>();
+  // A delta's key is its recordedAt (a re-sent one may move to another day), a snapshot's its recordedAt and date.
+  const model = new Map<string, { recordedAt: number; date: string; km: number; snapshot: boolean }>();
   for (let step = 0; step < 150; step++) {
     const recordedAt = minutes(random(20));
-    const chunk = { date: dates[random(2)]!, km: random(64 * 500) / 64, snapshot: random(3) === 0 };
-    model.set(recordedAt, chunk);
+    const chunk = { recordedAt, date: dates[random(2)]!, km: random(64 * 500) / 64, snapshot: random(3) === 0 };
+    model.set(chunk.snapshot ? `${recordedAt} ${chunk.date}` : `${recordedAt}`, chunk);
     const values = totals(chunk.km, 0, 0, 0);
     await send(chunk.snapshot ? snapshotBody(recordedAt, chunk.date, values, values) : deltaBody(recordedAt, chunk.date, values));
   }
   const expected = dates
     .map((date) => {
-      const chunks = [...model].filter(([, chunk]) => chunk.date === date).sort(([a], [b]) => a - b);
-      const deltas = chunks.filter(([, chunk]) => !chunk.snapshot);
+      // The newest chunk, a delta before a snapshot of the same time: a snapshot there counts.
+      const chunks = [...model.values()]
+        .filter((chunk) => chunk.date === date)
+        .sort((a, b) => a.recordedAt - b.recordedAt || Number(b.snapshot) - Number(a.snapshot));
+      const deltas = chunks.filter((chunk) => !chunk.snapshot);
       const newest = chunks.at(-1);
-      const counted = newest?.[1].snapshot ? newest[1].km : 0;
-      return { date, km: deltas.reduce((sum, [, chunk]) => sum + chunk.km, 0) + counted, days: chunks.length };
+      const counted = newest?.snapshot ? newest.km : 0;
+      return { date, km: deltas.reduce((sum, chunk) => sum + chunk.km, 0) + counted, days: chunks.length };
     })
     .filter((day) => day.days > 0)
     .reverse();

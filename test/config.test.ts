@@ -39,6 +39,8 @@ describe('serveConfig', () => {
       databasePath: './data/ev-ingest.db',
       durability: 'full',
       logLevel: 'info',
+      logFormat: 'text',
+      metricsListen: null,
       planner: { url: DEFAULT_PLANNER_URL, apiKey: null, defaultToken: null, tokens: new Map() },
     });
   });

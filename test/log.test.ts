@@ -6,17 +6,17 @@ import { createLogger, type LogLevel } from '../src/log.ts';
 function written(level: LogLevel): string[] {
   const text: string[] = [];
   const log = createLogger(level, (chunk) => void text.push(chunk));
-  log.debug('at.debug');
-  log.info('at.info');
-  log.warn('at.warn');
-  log.error('at.error');
+  log.debug('at.debug' as never); // no event is catalogued at debug level
+  log.info('stopping');
+  log.warn('stop.forced');
+  log.error('stop.failed');
   log.flush();
   return text.join('').split('\n').filter(Boolean).map((line) => line.split(' ')[2]!);
 }
 
 test('LOG_LEVEL writes its own level and those above it, nothing below', () => {
-  expect(written('debug')).toEqual(['at.debug', 'at.info', 'at.warn', 'at.error']);
-  expect(written('info')).toEqual(['at.info', 'at.warn', 'at.error']);
-  expect(written('warn')).toEqual(['at.warn', 'at.error']);
-  expect(written('error')).toEqual(['at.error']);
+  expect(written('debug')).toEqual(['at.debug', 'stopping', 'stop.forced', 'stop.failed']);
+  expect(written('info')).toEqual(['stopping', 'stop.forced', 'stop.failed']);
+  expect(written('warn')).toEqual(['stop.forced', 'stop.failed']);
+  expect(written('error')).toEqual(['stop.failed']);
 });

@@ -10,7 +10,11 @@ beforeAll(async () => {
 }, 120_000);
 
 function run(args: string[], env: Record<string, string>) {
-  const result = Bun.spawnSync([binary, ...args], { cwd: tempDir(), env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+  const result = Bun.spawnSync([binary, ...args], {
+    cwd: tempDir(),
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 20_000,
+  });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
@@ -23,7 +27,9 @@ test('exports stream from the binary; status and purge run beside it, which forg
     for (const installationId of [INSTALLATION, OTHER_INSTALLATION]) {
       const samples = Array.from({ length: 300 }, (_, i) => ({ utc: utc - 300 + i, soc: 50, lat: 48.1, lon: 11.5 }));
       expect((await ownerRequest(server, 'POST', '/v1/telemetry', { installationId, samples })).status).toBe(200);
-      expect((await ownerRequest(server, 'PUT', '/v1/consumption/daily', consumptionChunk({ installationId }))).status).toBe(204);
+      expect(
+        (await ownerRequest(server, 'PUT', '/v1/consumption/daily', consumptionChunk({ installationId }))).status,
+      ).toBe(204);
     }
     const gpx = await ownerRequest(server, 'GET', `/v1/telemetry/export/${INSTALLATION}?format=gpx`);
     expect(gpx.headers.get('content-disposition')).toBe(`attachment; filename="telemetry-${INSTALLATION}.gpx"`);
@@ -32,7 +38,11 @@ test('exports stream from the binary; status and purge run beside it, which forg
     expect(((await history.json()) as { records: unknown[] }).records.length).toBe(1);
 
     const none = 'waiting=0 sent=0 givenUp=0 lastSentAt=none lastSentUtc=none lastFailure=none';
-    expect(run(['status'], env)).toEqual({ code: 0, stdout: `${OTHER_INSTALLATION} ${none}\n${INSTALLATION} ${none}\n`, stderr: '' });
+    expect(run(['status'], env)).toEqual({
+      code: 0,
+      stdout: `${OTHER_INSTALLATION} ${none}\n${INSTALLATION} ${none}\n`,
+      stderr: '',
+    });
 
     const purged = run(['purge', INSTALLATION, '--yes'], env);
     expect([purged.code, purged.stderr]).toEqual([0, '']);

@@ -1,6 +1,7 @@
 /** The owner's read services (the /v1 read routes and the dashboard call them): what each answers of stored data. */
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
-import { consumptionChunk, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
+import { NOTHING_FORWARDED, putDays } from './owner-support.ts';
+import { INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
 let clock = 1_764_100_000_000;
@@ -18,7 +19,7 @@ async function postSamples(installationId: string, samples: Record<string, unkno
   expect(response.status).toBe(200);
 }
 
-const session = (sessionId: string, startedAt: number, installationId = INSTALLATION) => ({
+const session = (startedAt: number, installationId = INSTALLATION) => ({
   installationId,
   startedAt,
   endedAt: startedAt + 1_800_000,
@@ -30,7 +31,7 @@ const session = (sessionId: string, startedAt: number, installationId = INSTALLA
 
 async function putSession(sessionId: string, startedAt: number, installationId = INSTALLATION) {
   const response = await service.request('PUT', `/v1/charging-sessions/${sessionId}`, {
-    body: session(sessionId, startedAt, installationId),
+    body: session(startedAt, installationId),
   });
   expect(response.status).toBe(204);
 }
@@ -120,18 +121,10 @@ describe('charging sessions', () => {
 
 describe('consumption days', () => {
   test('every day oldest first with the running lifetime sums', async () => {
-    for (const [date, km, sohPercent] of [
+    await putDays(service, [
       ['2026-11-24', 10, 97.5],
-      ['2026-11-23', 5, undefined],
-    ] as const) {
-      const chunk = consumptionChunk({
-        date,
-        recordedAt: Date.parse(date) + 1000,
-        day: { km, kwh: 2, hours: 0.5, socDrop: 1 },
-        sohPercent,
-      });
-      expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
-    }
+      ['2026-11-23', 5],
+    ]);
     expect([...service.consumption.days(INSTALLATION)]).toEqual([
       {
         date: '2026-11-23',
@@ -163,16 +156,7 @@ describe('installations and planner status', () => {
 
   test('status without forwarding: nothing waits, nothing was sent', async () => {
     await postSamples(INSTALLATION, [{ utc: UTC, soc: 1 }]);
-    expect(service.plannerStatus.status(INSTALLATION)).toEqual({
-      forwarding: false,
-      waiting: 0,
-      sent: 0,
-      givenUp: 0,
-      lastSentAt: null,
-      lastSentUtc: null,
-      lastFailure: null,
-      nextAttemptAt: null,
-    });
+    expect(service.plannerStatus.status(INSTALLATION)).toEqual({ forwarding: false, ...NOTHING_FORWARDED });
   });
 });
 

@@ -6,14 +6,8 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sampleFieldNames, sampleFields } from '../src/telemetry/fields.ts';
-import {
-  answer,
-  consumptionChunk,
-  INSTALLATION,
-  OTHER_INSTALLATION,
-  startTestService,
-  type TestService,
-} from './support.ts';
+import { NOTHING_FORWARDED, putDays } from './owner-support.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
 let service: TestService;
 const RECEIVED = 1_764_100_000_000;
@@ -306,6 +300,13 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
     );
   });
 
+  test('GPX numbers are xsd:decimal (no exponent) and longitude 180 is written -180, which the schema takes', async () => {
+    await postSamples([{ utc: UTC, lat: 1e-7, lon: 180, elevation: -1e-7 }]);
+    const { text } = await exported(`/v1/telemetry/export/${INSTALLATION}?format=gpx`);
+    expect(text).toContain('<trkpt lat="0.0000001" lon="-180"><ele>-0.0000001</ele>');
+    expect(xmllint(text)).toEqual({ exitCode: 0, stderr: '' });
+  });
+
   test('an empty export is a valid document of each format', async () => {
     const csv = await exported(`/v1/telemetry/export/${INSTALLATION}`);
     expect(csv.text).toBe(`${['utc', ...sampleFieldNames].join(',')}\r\n`);
@@ -354,23 +355,14 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
 });
 
 describe('GET /v1/consumption/export/{installationId}', () => {
-  async function putDays() {
-    for (const [date, km, sohPercent] of [
+  const putTwoDays = () =>
+    putDays(service, [
       ['2026-11-24', 10.25, 97.5],
-      ['2026-11-23', 5, undefined],
-    ] as const) {
-      const chunk = consumptionChunk({
-        date,
-        recordedAt: Date.parse(date) + 1000,
-        day: { km, kwh: 2, hours: 0.5, socDrop: 1 },
-        sohPercent,
-      });
-      expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
-    }
-  }
+      ['2026-11-23', 5],
+    ]);
 
   test('CSV: every day oldest first with its sums, state of health and lifetime sums', async () => {
-    await putDays();
+    await putTwoDays();
     const { response, text } = await exported(`/v1/consumption/export/${INSTALLATION}`);
     expect(response.headers.get('content-disposition')).toBe(`attachment; filename="consumption-${INSTALLATION}.csv"`);
     expect(parseCsv(text, { columns: true })).toEqual([
@@ -402,7 +394,7 @@ describe('GET /v1/consumption/export/{installationId}', () => {
   });
 
   test('NDJSON: one day a line; the last lifetime equals the history lifetime; empty without chunks', async () => {
-    await putDays();
+    await putTwoDays();
     const { text } = await exported(`/v1/consumption/export/${INSTALLATION}?format=ndjson`);
     const days = text
       .trimEnd()
@@ -454,16 +446,7 @@ describe('GET /v1/planner/status/{installationId}', () => {
   test('the stored facts and forwarding off, for an installation never seen', async () => {
     expect(await answer(await get(`/v1/planner/status/${OTHER_INSTALLATION}`))).toEqual({
       status: 200,
-      body: {
-        forwarding: false,
-        waiting: 0,
-        sent: 0,
-        givenUp: 0,
-        lastSentAt: null,
-        lastSentUtc: null,
-        lastFailure: null,
-        nextAttemptAt: null,
-      },
+      body: { forwarding: false, ...NOTHING_FORWARDED },
     });
   });
 });

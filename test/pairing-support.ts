@@ -1,6 +1,7 @@
 /** Helpers of the pairing and device tests: the car's calls and the owner's form. */
 import { expect } from 'bun:test';
-import { answer, type TestService } from './support.ts';
+import { createHash } from 'node:crypto';
+import { answer, startTestService, type TestService } from './support.ts';
 
 export const PASSWORD = 'approval-password-for-tests';
 export const WRONG_PASSWORD = 'not-the-approval-password';
@@ -48,3 +49,44 @@ export async function pairDevice(service: Requester, installationId: string, nam
   expect(body).toMatchObject({ status: 'approved' });
   return body as { status: 'approved'; token: string; deviceId: string; installationId: string };
 }
+
+/** The content type of the owner's approval form. */
+export const form = { 'content-type': 'application/x-www-form-urlencoded' };
+/** The letters of a user code, written out here so that a change to the code's alphabet fails. */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+export const CODE = new RegExp(`^[${USER_CODE_ALPHABET}]{4}-[${USER_CODE_ALPHABET}]{4}$`);
+
+export const styleHash = (html: string) =>
+  createHash('sha256').update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!).digest('base64');
+
+/** Checks an answer is a script-free page with the strict headers; answers its HTML. */
+export async function expectPage(response: Response, status: number) {
+  expect(response.status).toBe(status);
+  const html = await response.text();
+  expect(html.startsWith('<!doctype html>')).toBe(true);
+  expect(html).not.toMatch(/<script|\son\w+=/i);
+  expect(html).toContain('<meta name="robots" content="noindex"'); // a page holding a code is kept out of search engines
+  expect(Object.fromEntries(
+    ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
+      .map((name) => [name, response.headers.get(name)]),
+  )).toEqual({
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  });
+  return html;
+}
+
+export const MINUTE = 60_000;
+
+/** A pairing test's service: pairing on, on the test file's hand-set clock (`now`) for both of its clocks. */
+export function startPairingService(now: () => number, overrides = {}, dir?: string): Promise<TestService> {
+  return startTestService({ approvalPassword: PASSWORD, ...overrides }, { now, elapsed: now, dir });
+}
+
+/** Every device row, oldest first. */
+export const deviceRows = (service: TestService) =>
+  service.storage.db.query('SELECT * FROM devices ORDER BY created_at').all() as Record<string, unknown>[];

@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import type { Config } from '../src/config.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
-import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, type TestService } from './support.ts';
+import { NOTHING_FORWARDED } from './owner-support.ts';
+import {
+  answer,
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  runCommand,
+  startTestService,
+  tempDir,
+  type TestService,
+} from './support.ts';
 
 const KEY = 'planner-api-key-for-status-tests';
 const TOKEN = 'planner-token-for-status-tests-0001';
@@ -52,15 +61,7 @@ const status = async (target: TestService, installationId = INSTALLATION) =>
   answer(await target.request('GET', `/v1/planner/status/${installationId}`));
 
 const ISO_NOW = new Date(NOW).toISOString();
-const NEVER = {
-  waiting: 0,
-  sent: 0,
-  givenUp: 0,
-  lastSentAt: null,
-  lastSentUtc: null,
-  lastFailure: null,
-  nextAttemptAt: null,
-};
+const NEVER = NOTHING_FORWARDED;
 
 test('sent: counted with the newest utc and when it was accepted', async () => {
   const fake = planner();
@@ -161,7 +162,7 @@ test('waiting across a stop and a restart: stored facts survive, the restart sen
   });
   await second.close();
 
-  const command = await runStatusCommand(join(dir, 'ev-ingest.db'));
+  const command = await runCommand(join(dir, 'ev-ingest.db'), ['status']);
   expect(command).toEqual({
     code: 0,
     stdout: `${INSTALLATION} waiting=0 sent=2 givenUp=0 lastSentAt=${ISO_NOW} lastSentUtc=${T0 + 1} lastFailure=${ISO_NOW} status=503 attempt=1\n`,
@@ -178,7 +179,7 @@ test('without forwarding: stored samples are not waiting; the command lists ever
   });
   expect((await status(target)).body).toEqual({ forwarding: false, ...NEVER });
   await target.close();
-  const { stdout } = await runStatusCommand(join(dir, 'ev-ingest.db'));
+  const { stdout } = await runCommand(join(dir, 'ev-ingest.db'), ['status']);
   const none = 'waiting=0 sent=0 givenUp=0 lastSentAt=none lastSentUtc=none lastFailure=none';
   expect(stdout).toBe(`${OTHER_INSTALLATION} ${none}\n${INSTALLATION} ${none}\n`);
 });
@@ -210,19 +211,3 @@ test('planner.sent: the first success at once, then at most once a minute with t
   ]);
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 4]);
 });
-
-/** `ev-ingest status` from source in a process of its own. */
-async function runStatusCommand(databasePath: string) {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), 'status'], {
-    cwd: tempDir(),
-    env: { PATH: process.env.PATH, DATABASE_PATH: databasePath },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    child.exited,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
-}

@@ -1,7 +1,6 @@
 /** `ev-ingest purge` in a process of its own beside a listening server: rows gone, the server forgets within a second. */
 import { afterEach, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
-import { join } from 'node:path';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
@@ -10,6 +9,7 @@ import {
   INSTALLATION,
   OTHER_INSTALLATION,
   overSocket,
+  runCommand,
   tempDir,
   testConfig,
   waitUntil,
@@ -26,37 +26,23 @@ afterEach(async () => {
   cleanups = [];
 });
 
-/** `ev-ingest purge …` from source in a process of its own, `input` on its standard input. */
-async function runPurge(databasePath: string, args: string[], input = '') {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), 'purge', ...args], {
-    cwd: tempDir(),
-    env: { PATH: process.env.PATH, DATABASE_PATH: databasePath },
-    stdin: new TextEncoder().encode(input),
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    child.exited,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
-}
+/** `ev-ingest purge …` from source, `input` on its standard input. */
+const runPurge = (databasePath: string, args: string[], input = '') =>
+  runCommand(databasePath, ['purge', ...args], { input });
 
-/** Rows of each table naming the installation (samples by its number). */
+/** Rows of each table naming the installation (samples by its number), and installation rows left detached by a purge. */
 function rowsOf(databasePath: string, installationId: string): Record<string, number> {
   const db = new Database(databasePath, { readonly: true });
   try {
     const count = (sql: string) => db.query<{ n: number }, [string]>(sql).get(installationId)!.n;
-    const tables = [
-      'devices',
-      'consumption_chunks',
-      'consumption_days',
-      'consumption_lifetimes',
-      'charging_sessions',
-      'planner_status',
-      'purges',
-    ];
+    // Every table with an installation_id column, found in the schema: a table added later is checked too.
+    const tables = db
+      .query<{ name: string }, []>(
+        `SELECT m.name FROM sqlite_master AS m WHERE m.type = 'table'
+         AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) AS c WHERE c.name = 'installation_id') ORDER BY m.name`,
+      )
+      .all()
+      .map((row) => row.name);
     return {
       samples: count(
         'SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?',

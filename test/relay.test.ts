@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
-import { INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, waitUntil, type TestService } from './support.ts';
+import { INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, startTestService, type TestService } from './support.ts';
 
 const NOW_MS = 1_764_080_100_000;
 const UTC = 1_764_080_040;
@@ -54,9 +54,17 @@ function storedSample(): Record<string, unknown> | null {
   return Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null));
 }
 
-/** Waits until the planner has answered the one sample, then says what it received. */
+/**
+ * Waits until the planner has answered the one sample and a further read of the outbox has run (so a
+ * second send would have happened), then says what the planner received.
+ */
 async function forwarded() {
-  await waitUntil(() => storedSample()?.planner_state === 2);
+  await service.planner.idle();
+  expect(storedSample()?.planner_state).toBe(2);
+  const reads = service.planner.stats.outboxReads;
+  service.planner.recheck(INSTALLATION);
+  await service.planner.idle();
+  expect(service.planner.stats.outboxReads).toBe(reads + 1);
   return fake.requests;
 }
 
@@ -157,10 +165,29 @@ describe('read leniently, as the planner reads it', () => {
     for (const key of ['alt', 'foo']) expect(storedSample()).not.toHaveProperty(key);
   });
 
+  test('the log names the sample tlm, and counts unknown fields without naming them', async () => {
+    const key = `token=${deviceToken}`;
+    expect(await send({ utc: UTC, soc: 80, speed: 'fast', [key]: 1, [deviceToken]: 2 })).toEqual(OK);
+    const lines = service.log.lines.filter((line) => line.includes('telemetry.dropped'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('count=3');
+    expect(lines[0]).toContain('unknownFields=2');
+    expect(lines[0]).toContain('tlm.speed');
+    expect(lines[0]).not.toContain('samples[0]');
+    expect(service.log.lines.join('\n')).not.toContain(deviceToken);
+  });
+
   test('a __proto__ key is a field (dropped as unknown), not the sample’s prototype', async () => {
     expect(await send({ utc: UTC, ...JSON.parse('{"__proto__":{"soc":50},"heading":1}') })).toEqual(OK);
     expect(storedSample()).toMatchObject({ utc: UTC, heading: 1 });
     expect(storedSample()).not.toHaveProperty('soc');
+  });
+
+  test('a tlm of only utc (the car app’s fallback) is a 200 that stores and forwards nothing', async () => {
+    for (const tlm of [{ utc: UTC }, { utc: `${UTC}.5`, soc: null }]) expect(await send(tlm)).toEqual(OK);
+    expect(storedSample()).toBeNull();
+    expect(service.log.lines.filter((line) => line.includes('telemetry.dropped'))).toEqual([]);
+    expect(await send({ utc: UTC * 1000 })).toMatchObject({ status: 400 });
   });
 
   test.each([
@@ -186,6 +213,18 @@ describe('read leniently, as the planner reads it', () => {
     expect(await planner(response)).toEqual({ status: 400, body: { status: 'error', error: 'body is not valid JSON' } });
   });
 
+  test('a body that is not UTF-8 is a 400 in the planner’s shape, in the words of its type', async () => {
+    const body = new Uint8Array([...new TextEncoder().encode(`token=${deviceToken}&tlm=`), 0xff, 0xfe]);
+    for (const [type, error] of [
+      ['application/x-www-form-urlencoded', 'body is not valid UTF-8'],
+      ['application/json', 'body is not valid JSON'],
+    ]) {
+      const response = await service.request('POST', PATH, { body, token: null, headers: { 'content-type': type! } });
+      expect(await planner(response)).toEqual({ status: 400, body: { status: 'error', error } });
+    }
+    expect(storedSample()).toBeNull();
+  });
+
   test('a body over the cap is a 400 in the planner’s shape, whether the token came first or not', async () => {
     const big = `token=${deviceToken}&tlm=${'x'.repeat(600_000)}`;
     const headers = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -195,6 +234,20 @@ describe('read leniently, as the planner reads it', () => {
     }
     expect(storedSample()).toBeNull();
   });
+});
+
+test('without a PLANNER_TOKENS entry for the installation, PLANNER_TOKEN forwards', async () => {
+  fake.requests.length = 0;
+  service = await startTestService(
+    { planner: { url: fake.url, apiKey: KEY, defaultToken: 'the-server-default-planner-token', tokens: new Map() } },
+    { now: () => NOW_MS },
+  );
+  ({ token: deviceToken } = await service.devices.pair(INSTALLATION, 'EVNotify'));
+  const tlm = JSON.stringify({ utc: UTC, soc: 80 });
+  expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(OK);
+  const requests = await forwarded();
+  expect(requests).toHaveLength(1);
+  expect(requests[0]).toMatchObject({ apiKey: KEY, token: 'the-server-default-planner-token', tlm: { utc: UTC, soc: 80 } });
 });
 
 describe('only a device token of this service', () => {
@@ -212,8 +265,27 @@ describe('only a device token of this service', () => {
     expect(response.headers.get('www-authenticate')).toBeNull();
     const asBearer = await service.request('POST', PATH, { body: { tlm }, headers: { 'content-type': 'application/json' } });
     expect(await planner(asBearer)).toEqual(unauthorized);
+    const inJson = await service.request('POST', PATH, { body: { ...params, tlm }, token: null });
+    expect(await planner(inJson)).toEqual(unauthorized);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const inForm = await service.request('POST', PATH, { body: `${new URLSearchParams({ ...params, tlm })}`, token: null, headers: form });
+    expect(await planner(inForm)).toEqual(unauthorized);
     expect(storedSample()).toBeNull();
     expect(fake.requests).toEqual([]);
+  });
+
+  test('the query’s token wins over the body’s, in a form body and a JSON body', async () => {
+    await start();
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const json = { 'content-type': 'application/json' };
+    const inForm = (token: string) => `token=${encodeURIComponent(token)}&tlm=${encodeURIComponent(tlm)}`;
+    const send = async (queryToken: string, body: string, headers: Record<string, string>) =>
+      planner(await service.request('POST', query({ token: queryToken }), { body, token: null, headers }));
+    expect(await send(deviceToken, inForm('not-a-device-token'), form)).toEqual(OK);
+    expect(await send(deviceToken, JSON.stringify({ token: 'not-a-device-token', tlm }), json)).toEqual(OK);
+    expect(await send('not-a-device-token', inForm(deviceToken), form)).toEqual(unauthorized);
+    expect(await send('not-a-device-token', JSON.stringify({ token: deviceToken, tlm }), json)).toEqual(unauthorized);
+    expect(service.storage.db.query('SELECT count(*) AS n FROM samples').get()).toEqual({ n: 1 });
   });
 
   test('a revoked token is refused; another car’s token stores for its own installation only', async () => {

@@ -21,7 +21,7 @@ const DAY = 86_400;
 /** Forwarding on for every installation, no request ever made: every stored sample stays waiting until a test settles it. */
 const holdingForwarder: SampleForwarder = { forwards: () => true, stored: () => {} };
 
-let services: TestService[] = [];
+const services: TestService[] = [];
 afterEach(async () => {
   for (const service of services.splice(0)) await service.close();
 });

@@ -63,7 +63,7 @@ function damageRootPage(path: string, name: string): void {
   writeFileSync(path, bytes);
 }
 
-const damaged = (path: string) => `DATABASE_PATH ${path} cannot be used: database disk image is malformed; restore a backup (README: Backup and restore)`;
+const damaged = (path: string) => `DATABASE_PATH ${path} cannot be used: database disk image is malformed; restore a backup (docs/operations.md: Backup and restore)`;
 
 test('a damaged page that only the start reads refuses the start in one line, not with a stack trace, and the file is left as it was', async () => {
   const migrations = await startTestService({}, { dir: tempDir() });
@@ -113,7 +113,7 @@ test('a database on a full file system is refused saying so, where SQLite says o
 test('a failure at start is refused in one line, with the advice its SQLite code calls for', () => {
   const path = join(tempDir(), 'ev.db'); // on a file system with space left
   const failure = (code: string, message: string) => refusalOf(path, Object.assign(new Error(message), { code })).message;
-  const advice = '; restore a backup (README: Backup and restore)';
+  const advice = '; restore a backup (docs/operations.md: Backup and restore)';
   expect(failure('SQLITE_CORRUPT_INDEX', 'database disk image is malformed')).toBe(`DATABASE_PATH ${path} cannot be used: database disk image is malformed${advice}`);
   expect(failure('SQLITE_NOTADB', 'file is not a database')).toBe(`DATABASE_PATH ${path} cannot be used: file is not a database${advice}`);
   expect(failure('SQLITE_IOERR_SHMOPEN', 'disk I/O error')).toBe(`DATABASE_PATH ${path} cannot be used: disk I/O error`); // no full disk to blame

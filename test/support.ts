@@ -8,9 +8,11 @@ import type { DayValues } from '../src/consumption/totals.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { openStorage, withStorage, type Storage } from '../src/db/storage.ts';
+import { recordPeer } from '../src/http/client-address.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { closeService, serve, type Running } from '../src/server.ts';
+import { VERSION } from '../src/version.ts';
 
 export const OWNER_TOKEN = 'owner-token-for-tests-0123456789';
 export const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
@@ -64,6 +66,8 @@ export function testConfig(dir: string, overrides: Partial<Config> = {}): Config
     databasePath: join(dir, 'ev-ingest.db'),
     durability: 'full',
     logLevel: 'debug',
+    logFormat: 'text',
+    metricsListen: null,
     ingestToken: OWNER_TOKEN,
     approvalPassword: null,
     publicUrl: '',
@@ -89,9 +93,12 @@ export interface RequestOptions {
   body?: unknown;
   token?: string | null;
   headers?: Record<string, string>;
+  /** The client's socket address, as the listener records it (none: a request built in-process). */
+  address?: string;
 }
 
-export interface TestServiceOptions extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs'> {
+export interface TestServiceOptions
+  extends Pick<AppOptions, 'now' | 'elapsed' | 'plannerTimers' | 'forwarder' | 'bodyReadMs' | 'readyWaitMs'> {
   dir?: string;
   /** How the WAL is synced with FULL durability (see heldSyncs). */
   syncFile?: SyncFile;
@@ -124,11 +131,21 @@ export async function startTestService(
   };
 }
 
-/** `ev-ingest devices …` from source in a process of its own, in a folder without the checkout's `.env`. */
-export async function runDevicesCommand(databasePath: string, args: string[], env: Record<string, string> = {}) {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), 'devices', ...args], {
+/** `ev-ingest devices …` from source (see `runCommand`). */
+export function runDevicesCommand(databasePath: string, args: string[], env: Record<string, string> = {}) {
+  return runCommand(databasePath, ['devices', ...args], { env });
+}
+
+/** `ev-ingest ARGS…` from source in a process of its own, in a folder without the checkout's `.env`; `input` on its stdin. */
+export async function runCommand(
+  databasePath: string,
+  args: string[],
+  { env = {}, input = '' }: { env?: Record<string, string>; input?: string } = {},
+) {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), ...args], {
     cwd: tempDir(),
     env: { PATH: process.env.PATH, DATABASE_PATH: databasePath, ...env },
+    stdin: new TextEncoder().encode(input),
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -148,10 +165,15 @@ export function migratedByNewerVersion(path: string, later: number[]): void {
   db.close();
 }
 
-/** The one line that refuses a database a newer ev-ingest migrated; `unknown` counts and dates its migrations. */
-export const migratedByNewerRefusal = (path: string, unknown: string) =>
-  `DATABASE_PATH ${path} cannot be used: it was migrated by a newer ev-ingest (${unknown}); ` +
-  'run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)';
+/**
+ * The one line that refuses a database a newer ev-ingest migrated; `unknown` counts and dates its migrations,
+ * `by` is the version that recorded itself as migrating it (none by `migratedByNewerVersion`).
+ */
+export const migratedByNewerRefusal = (path: string, unknown: string, by: string | null = null) =>
+  `DATABASE_PATH ${path} cannot be used: it was migrated by ` +
+  `${by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`} ` +
+  `(${unknown}); run ${by ?? 'that newer version'} or later, ` +
+  'or restore the backup taken before the upgrade (docs/operations.md: Upgrades)';
 
 /** Makes `path` unwritable even to root (tests run as root, whom no mode stops); answers how to undo it. */
 export function immutable(path: string): () => void {
@@ -208,7 +230,7 @@ export function buildRequest(method: string, path: string, options: RequestOptio
     body = typeof options.body === 'string' || options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  return new Request(`${origin}${path}`, { method, headers, body });
+  return recordPeer(new Request(`${origin}${path}`, { method, headers, body }), options.address);
 }
 
 /** Sends requests to a listening server through its socket, as `TestService.request` sends them to the app. */

@@ -1,4 +1,4 @@
-/** A finished charging session as the contract defines it; unknown top-level fields are ignored. */
+/** A finished charging session as the car app uploads it; unknown top-level fields are ignored. */
 import { array, boolean, invalid, numberIn, object, optional, timeMs, uuid, type JsonObject } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 
@@ -44,7 +44,7 @@ export function parseSessionId(value: string): string {
   return value;
 }
 
-/** The session of a PUT: its path id first, then the body, both in the contract's order. */
+/** The session of a PUT: its path id first, then the body, both in the documented order. */
 export function parseSession(pathSessionId: string, body: JsonObject): ChargingSession {
   const sessionId = parseSessionId(pathSessionId);
   const installationId = uuid(body.installationId, 'installationId');

@@ -25,12 +25,16 @@ export const chargingWrites = { putChargingSession };
 
 /** The feature's side of the writer: sessions stored once their write commits. */
 export class ChargingSessions {
+  /** Sessions stored since the start (the metrics read it). */
+  stored = 0;
+
   constructor(
     private readonly committer: Committer,
     private readonly now: () => number,
   ) {}
 
-  put(session: ChargingSession): Promise<void> {
-    return this.committer.write('putChargingSession', { ...session, receivedAt: this.now() });
+  async put(session: ChargingSession): Promise<void> {
+    await this.committer.write('putChargingSession', { ...session, receivedAt: this.now() });
+    this.stored += 1;
   }
 }

@@ -33,6 +33,8 @@ interface History {
 export class Consumption {
   /** Serialized answers by installation, the least recently read first: the order of eviction. */
   private readonly answers = new Map<string, string>();
+  /** Chunks stored since the start (the metrics read it). */
+  chunksStored = 0;
 
   constructor(
     private readonly db: Database,
@@ -42,6 +44,7 @@ export class Consumption {
   async putChunk(chunk: Chunk): Promise<void> {
     try {
       await this.committer.write('putChunk', chunk);
+      this.chunksStored += 1;
     } finally {
       // Only after the commit: a read between an earlier forgetting and the commit would cache the old answer.
       this.answers.delete(chunk.installationId);

@@ -2,8 +2,10 @@ import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 
 /**
- * Chunks as the car sent them, keyed by (installation, recordedAt): a re-sent chunk replaces. The key
- * leads with the time so that the chunks of all cars append at one end of the b-tree (see samples).
+ * Chunks as the car sent them: a delta keyed by (installation, recordedAt), a snapshot by (installation,
+ * recordedAt, date), since one sync stamps every day it sends with the same time; a re-sent chunk
+ * replaces. The key leads with the time so that the chunks of all cars append at one end of the b-tree
+ * (see samples).
  */
 export const consumptionChunks = sqliteTable(
   'consumption_chunks',
@@ -20,11 +22,9 @@ export const consumptionChunks = sqliteTable(
     snapshot: integer('snapshot').notNull().default(0),
   },
   (table) => [
-    primaryKey({ columns: [table.recordedAt, table.installationId] }),
-    // Finds a day's newest snapshot; only snapshots are indexed, so a delta's insert does not pay for it.
-    index('consumption_chunks_snapshot')
-      .on(table.installationId, table.date, table.recordedAt)
-      .where(sql`${table.snapshot} = 1`),
+    primaryKey({ columns: [table.recordedAt, table.installationId, table.snapshot, table.date] }),
+    // Finds a day's newest chunk, which says whether its snapshots count, in one step.
+    index('consumption_chunks_day').on(table.installationId, table.date, table.recordedAt),
     // Finds a day's newest chunk that carried a state of health without reading the day's chunks.
     index('consumption_chunks_soh')
       .on(table.installationId, table.date, table.recordedAt)

@@ -24,23 +24,21 @@ interface StoredChunk extends DayValues {
  */
 const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   const { installationId, recordedAt, date } = chunk;
-  const replaced = db
-    .query<StoredChunk, [string, number]>(
-      `SELECT date, ${VALUES}, snapshot FROM consumption_chunks WHERE installation_id = ? AND recorded_at = ?`,
-    )
-    .get(installationId, recordedAt);
+  const replaced = replacedBy(db, chunk);
   const dates = replaced && replaced.date !== date ? [date, replaced.date] : [date];
   const countedBefore = dates.map((day) => snapshotCounted(db, installationId, day));
   // What a day's snapshots count for can change only by a snapshot written or replaced, a delta leaving
   // a day, or a new delta recorded after a snapshot that counted; not otherwise (the usual delta write).
-  const mayMove = chunk.snapshot || (replaced !== null && (replaced.snapshot === 1 || replaced.date !== date));
+  const mayMove = chunk.snapshot || (replaced !== null && replaced.date !== date);
+  const row = { installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent, snapshot: chunk.snapshot ? 1 : 0 };
   db.query(
-    `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent, snapshot)
-     VALUES ($installationId, $recordedAt, $date, $km, $kwh, $hours, $socDrop, $sohPercent, $snapshot)
-     ON CONFLICT (installation_id, recorded_at) DO UPDATE SET date = excluded.date, km = excluded.km,
-       kwh = excluded.kwh, hours = excluded.hours, soc_drop = excluded.soc_drop, soh_percent = excluded.soh_percent,
-       snapshot = excluded.snapshot`,
-  ).run({ installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent, snapshot: chunk.snapshot ? 1 : 0 });
+    replaced
+      ? `UPDATE consumption_chunks SET date = $date, km = $km, kwh = $kwh, hours = $hours, soc_drop = $socDrop,
+           soh_percent = $sohPercent
+         WHERE recorded_at = $recordedAt AND installation_id = $installationId AND snapshot = $snapshot AND date = $replacedDate`
+      : `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent, snapshot)
+         VALUES ($installationId, $recordedAt, $date, $km, $kwh, $hours, $socDrop, $sohPercent, $snapshot)`,
+  ).run(replaced ? { ...row, replacedDate: replaced.date } : row);
   const added = chunk.snapshot ? ZERO : totalsOf(chunk.day);
   const taken = replaced?.snapshot === 0 ? totalsOf(replaced) : ZERO;
   let lifetimeChange = ZERO;
@@ -55,30 +53,35 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   addToLifetime(db, installationId, lifetimeChange);
 };
 
+/**
+ * The stored chunk that `chunk` replaces: a delta the delta of its installation and recordedAt (from
+ * whichever day), a snapshot the snapshot of its installation, recordedAt and date.
+ */
+function replacedBy(db: Database, { installationId, recordedAt, date, snapshot }: Chunk): StoredChunk | null {
+  const sameKey = 'recorded_at = ? AND installation_id = ? AND snapshot = ?';
+  const select = `SELECT date, ${VALUES}, snapshot FROM consumption_chunks WHERE ${sameKey}`;
+  return snapshot
+    ? db.query<StoredChunk, [number, string, number, string]>(`${select} AND date = ?`).get(recordedAt, installationId, 1, date)
+    : db.query<StoredChunk, [number, string, number]>(select).get(recordedAt, installationId, 0);
+}
+
 const isZero = (totals: Totals) => totals.km === 0n && totals.kwh === 0n && totals.hours === 0n && totals.socDrop === 0n;
 
 /**
  * What a day's snapshots add to its sums: the newest snapshot, unless a delta chunk of the day was
- * recorded after it, then nothing. Each snapshot holds the day so far, so older ones are inside the
- * newest; and the app's first delta after an update from a snapshot build starts from the day's
- * start (its checkpoint is new), so it holds what the snapshots held.
+ * recorded at or after it, then nothing. Each snapshot holds the day so far, so older ones are inside
+ * the newest; and the app's first delta after an update from a snapshot build starts from the day's
+ * start (its checkpoint is new), so it holds what the snapshots held. So only the day's newest chunk
+ * matters, a delta before a snapshot of the same time.
  */
 function snapshotCounted(db: Database, installationId: string, date: string): Totals {
   const newest = db
-    .query<DayValues & { recordedAt: number }, [string, string]>(
-      `SELECT ${VALUES}, recorded_at AS recordedAt FROM consumption_chunks
-       WHERE installation_id = ? AND date = ? AND snapshot = 1 ORDER BY recorded_at DESC LIMIT 1`,
+    .query<DayValues & { snapshot: number }, [string, string]>(
+      `SELECT ${VALUES}, snapshot FROM consumption_chunks
+       WHERE installation_id = ? AND date = ? ORDER BY recorded_at DESC, snapshot LIMIT 1`,
     )
     .get(installationId, date);
-  if (!newest) return ZERO;
-  // The key leads with the time: from the snapshot on, to the first delta of its day, if any.
-  const deltaAfter = db
-    .query<{ found: number }, [number, string, string]>(
-      `SELECT 1 AS found FROM consumption_chunks
-       WHERE recorded_at > ? AND installation_id = ? AND date = ? AND snapshot = 0 LIMIT 1`,
-    )
-    .get(newest.recordedAt, installationId, date);
-  return deltaAfter ? ZERO : totalsOf(newest);
+  return newest?.snapshot === 1 ? totalsOf(newest) : ZERO;
 }
 
 interface StoredDay extends StoredTotals {

@@ -1,7 +1,7 @@
 /** The dashboard's session cookie, and whether a request came over https (the cookie's `Secure`). */
 import type { Config } from '../config.ts';
 import { limits } from '../limits.ts';
-import { requestOrigin } from '../pairing/approval-url.ts';
+import { requestOrigin } from '../http/origin.ts';
 
 export const SESSION_COOKIE = 'ev_ingest_session';
 
@@ -38,16 +38,4 @@ export function sessionToken(request: Request): string | null {
     if (at > 0 && pair.slice(0, at).trim() === SESSION_COOKIE) return pair.slice(at + 1).trim();
   }
   return null;
-}
-
-/**
- * Whether a POST comes from another site: `Sec-Fetch-Site: cross-site`, or an `Origin` that is neither
- * PUBLIC_URL's nor the request's own.
- */
-export function fromAnotherSite(request: Request, config: SchemeConfig): boolean {
-  if (request.headers.get('sec-fetch-site') === 'cross-site') return true;
-  const origin = request.headers.get('origin');
-  if (origin === null) return false;
-  const publicOrigin = config.publicUrl === '' ? null : new URL(config.publicUrl).origin;
-  return origin !== publicOrigin && origin !== requestOrigin(request, config.trustProxy);
 }

@@ -7,11 +7,14 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
+import { clientAddress } from '../http/client-address.ts';
 import { describeError, HttpError } from '../http/errors.ts';
+import { isCrossSite } from '../http/origin.ts';
 import type { Logger } from '../log.ts';
 import { lockedText, pageAnswer, pageHeaders, wrongPasswordText, type PageAnswer } from '../pairing/page.tsx';
+import type { Presenter } from '../pairing/lock.ts';
 import { readForm } from '../pairing/routes.tsx';
-import { clearedCookie, fromAnotherSite, sessionCookie, sessionToken } from './cookie.ts';
+import { clearedCookie, sessionCookie, sessionToken } from './cookie.ts';
 import { FORM_TOKEN_FIELD } from './layout.tsx';
 import { MessagePage } from './message.tsx';
 import { DASHBOARD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH } from './paths.ts';
@@ -57,28 +60,32 @@ interface PageContext {
 type Handler = (request: Request, params: Record<string, string>) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
 export function dashboardRoutes({ sessions, config, bodyBounds, log, pages }: DashboardDeps) {
+  /** Who signs in: the client's address (no session yet), as the lockout counts it. */
+  const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
+
   const signInPage = (status: number, notice?: string, headers?: Record<string, string>) =>
     pageAnswer(status, <SignInPage notice={notice} />, headers);
 
   const showSignIn = async (request: Request) => {
     if (await sessions.open(sessionToken(request))) return redirect(DASHBOARD_PATH);
     // Said before any password is typed, so that nobody types it during a lockout only to be refused.
-    const lockedFor = sessions.lockedFor();
+    const lockedFor = sessions.lockedFor(presenterOf(request));
     return signInPage(200, lockedFor > 0 ? lockedText(lockedFor) : undefined);
   };
 
   const signIn = async (request: Request) => {
-    if (fromAnotherSite(request, config)) return refusedForm('cross-site');
+    if (isCrossSite(request, config)) return refusedForm('cross-site');
     const form = await readForm(request, bodyBounds);
-    const result = await sessions.signIn(form.get('password'));
+    const who = presenterOf(request);
+    const result = await sessions.signIn(form.get('password'), who);
     if (result.outcome === 'locked') return signInPage(429, lockedText(result.lockedFor), retryAfter(result.lockedFor));
     if (result.outcome === 'wrong') {
-      log.warn('dashboard.wrong_password');
+      log.warn('dashboard.wrong_password', { address: who.address });
       return result.lockedFor > 0
         ? signInPage(403, lockedText(result.lockedFor), retryAfter(result.lockedFor))
         : signInPage(403, wrongPasswordText(result.triesLeft));
     }
-    log.info('dashboard.signed_in');
+    log.info('dashboard.signed_in', { address: who.address });
     return redirect(DASHBOARD_PATH, { 'Set-Cookie': sessionCookie(result.token, request, config) });
   };
 
@@ -96,7 +103,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, pages }: Da
   /** A state-changing form: from this site only, carrying the session's form token. */
   const signedInForm = (handle: SignedInRoutes['post'][string]): Handler =>
     signedIn(async (request, session, params) => {
-      if (fromAnotherSite(request, config)) return refusedForm('cross-site');
+      if (isCrossSite(request, config)) return refusedForm('cross-site');
       const form = await readForm(request, bodyBounds);
       if (!sessions.formTokenMatches(session, form.get(FORM_TOKEN_FIELD))) return refusedForm('form token');
       return handle(request, session, params, form);

@@ -9,7 +9,7 @@ import type { Consumption } from '../consumption/history.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
 import { limits } from '../limits.ts';
-import type { ApprovalLock } from '../pairing/lock.ts';
+import type { ApprovalLock, Presenter } from '../pairing/lock.ts';
 import { newSecret } from '../secret.ts';
 import { summarize, type ConsumptionSummary } from './consumption-view.ts';
 import { findSession } from './store.ts';
@@ -41,11 +41,11 @@ export class DashboardSessions {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Checks the approval password (a wrong one counts towards the lockout); the right one opens a session. */
-  async signIn(password: string | null): Promise<SignIn> {
-    const check = this.lock.check(password);
-    if (check === 'locked') return { outcome: 'locked', lockedFor: this.lock.retryAfterSeconds() };
-    if (check === 'wrong') return { outcome: 'wrong', triesLeft: this.lock.triesLeft(), lockedFor: this.lock.retryAfterSeconds() };
+  /** Checks the approval password from `who` (a wrong one counts towards the lockout); the right one opens a session. */
+  async signIn(password: string | null, who: Presenter): Promise<SignIn> {
+    const check = this.lock.check(password, who);
+    if (check === 'locked') return { outcome: 'locked', lockedFor: this.lock.retryAfterSeconds(who) };
+    if (check === 'wrong') return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockedFor: this.lock.retryAfterSeconds(who) };
     const token = newSecret();
     const createdAt = this.now();
     await this.committer.write('insertDashboardSession', {
@@ -56,9 +56,9 @@ export class DashboardSessions {
     return { outcome: 'signed-in', token };
   }
 
-  /** Seconds until the approval lockout ends, 0 when passwords are checked. */
-  lockedFor(): number {
-    return this.lock.retryAfterSeconds();
+  /** Seconds until the approval lockout of `who` ends, 0 when its passwords are checked. */
+  lockedFor(who: Presenter): number {
+    return this.lock.retryAfterSeconds(who);
   }
 
   /** The live session of a cookie's secret, its expiry moved forward at most once per `dashboardSessionExtendMs`. */

@@ -41,6 +41,12 @@ export interface CommitterOptions {
   syncFile?: SyncFile;
 }
 
+/** What the metrics are told of each commit and each sync of the WAL. */
+export interface CommitObserver {
+  groupCommitted(writes: number): void;
+  walSynced(ms: number): void;
+}
+
 export interface CommitterStats {
   groups: number;
   writes: number;
@@ -52,8 +58,8 @@ export class Committer {
   private queue: Pending[] = [];
   /** Groups handed to the writer and not committed yet, oldest first: the one it runs, perhaps one behind. */
   private atWriter: Pending[][] = [];
-  /** Groups handed to the writer and not answered yet: those at the writer and those syncing. */
-  private unanswered = new Set<Pending[]>();
+  /** Groups handed to the writer and not answered yet (at the writer or syncing), with when each was handed. */
+  private unanswered = new Map<Pending[], number>();
   /**
    * When the oldest group at the writer was sent to it, or, if it waited there, when the group before
    * it committed; and how long a write has taken at the writer (smoothed).
@@ -71,6 +77,7 @@ export class Committer {
   private markGone!: () => void;
   /** Called once should the writer fail; every write after that fails too. */
   onBroken: (error: Error) => void = () => {};
+  private onAnswered: (writes: number) => void = () => {};
   private groups = 0;
   private writes = 0;
 
@@ -150,6 +157,28 @@ export class Committer {
     this.worker.terminate();
   }
 
+  /** Tells `observer` of every group answered and every sync of the WAL from now on. */
+  observe(observer: CommitObserver): void {
+    this.onAnswered = (writes) => observer.groupCommitted(writes);
+    if (this.walSync) this.walSync.onSynced = (ms) => observer.walSynced(ms);
+  }
+
+  /** Why the committer stores nothing any more (the writer failed), or null while it works. */
+  get failure(): Error | null {
+    return this.broken;
+  }
+
+  /** How long the oldest write still unanswered has waited, in ms; 0 when none waits. A stalled disk shows here. */
+  oldestWaitMs(): number {
+    for (const handedAt of this.unanswered.values()) return performance.now() - handedAt;
+    return 0;
+  }
+
+  /** Settles once the writer has answered a message sent now, after the groups already handed to it. */
+  ping(): Promise<void> {
+    return this.writerPragma('data_version').then(() => {});
+  }
+
   get stats(): CommitterStats {
     return { groups: this.groups, writes: this.writes, syncs: this.walSync?.syncs ?? 0 };
   }
@@ -205,9 +234,10 @@ export class Committer {
   private pump(): void {
     while (this.queue.length > 0 && !this.broken && this.writerTakes()) {
       const group = this.queue.splice(0, Math.min(this.maxGroupWrites, this.nextGroupSize()));
-      if (this.atWriter.length === 0) this.startedAt = performance.now();
+      const now = performance.now();
+      if (this.atWriter.length === 0) this.startedAt = now;
       this.atWriter.push(group);
-      this.unanswered.add(group);
+      this.unanswered.set(group, now);
       post(this.worker, { type: 'group', writes: group.map((pending) => pending.write) });
     }
   }
@@ -270,6 +300,7 @@ export class Committer {
     if (!this.unanswered.delete(group)) return;
     this.groups += 1;
     this.writes += group.length;
+    this.onAnswered(group.length);
     outcomes.forEach((outcome, index) => {
       const pending = group[index]!;
       if (outcome.ok) pending.resolve(outcome.value);
@@ -289,7 +320,7 @@ export class Committer {
     if (this.broken) return;
     this.broken = error;
     this.onBroken(error);
-    const lost = [...[...this.unanswered].flat(), ...this.queue, ...this.pragmaWaiters.splice(0)];
+    const lost = [...[...this.unanswered.keys()].flat(), ...this.queue, ...this.pragmaWaiters.splice(0)];
     this.unanswered.clear();
     this.atWriter = [];
     this.queue = [];

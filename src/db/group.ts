@@ -7,6 +7,7 @@ import type { Database } from 'bun:sqlite';
 import { sqliteCode } from './open.ts';
 
 /** A write operation: runs inside the group's transaction on the writer's connection. */
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds ops of every argument and result type.
 export type WriteOp<Args = any, Result = any> = (db: Database, args: Args) => Result;
 
 export interface Write {

@@ -7,6 +7,7 @@
 import type { Database } from 'bun:sqlite';
 import type { MigrationMeta } from 'drizzle-orm/migrator';
 import { embeddedMigrations } from './migrations.macro.ts' with { type: 'macro' };
+import { VERSION } from '../version.ts';
 import { StorageError, unusableDatabase } from './open.ts';
 
 /** The drizzle-kit migrations, inlined at build time: once, each call of the macro inlining them all again. */
@@ -20,16 +21,20 @@ const CREATE_MIGRATIONS_TABLE =
   'CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (\n\t\t\t\tid SERIAL PRIMARY KEY,\n\t\t\t\thash text NOT NULL,\n\t\t\t\tcreated_at numeric\n\t\t\t)';
 
 /**
- * Applies the migrations that this database has not seen yet, all in one transaction; `migrations`
- * narrows them, for tests that build a database of an earlier schema.
+ * Applies the migrations that this database has not seen yet, all in one transaction, and records
+ * `version` as the one that migrated it; `migrations` and `version` stand in for another build's, for
+ * tests that build a database of an earlier or a later schema.
  */
-export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): void {
+export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS, version = VERSION): void {
   try {
     // Nothing to do (every start but the first): no write lock, so a command does not wait for a busy server's writer.
     if (!migrationsPending(db, migrations)) return;
     // IMMEDIATE: the write lock (waited for up to the connection's busy_timeout) before anything is read,
     // so a process that migrated meanwhile is seen, and its migrations are not applied again.
-    db.transaction(() => applyAndRecord(db, migrations)).immediate();
+    db.transaction(() => {
+      applyAndRecord(db, migrations);
+      recordMigratedBy(db, version);
+    }).immediate();
   } catch (error) {
     throw new StorageError(`the database could not be migrated: ${(error as Error).message}`);
   }
@@ -55,12 +60,34 @@ export function refuseNewerDatabase(db: Database, databasePath: string): void {
     .get(NEWEST_EMBEDDED)!;
   if (count === 0) return;
   const unknown = `${count} migration${count === 1 ? '' : 's'} this version does not know, the newest dated ${new Date(newest).toISOString()}`;
+  const by = migratedBy(db);
+  const whom = by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`;
   throw unusableDatabase(
     databasePath,
-    `it was migrated by a newer ev-ingest (${unknown}); run that newer version, or restore a backup taken before the upgrade (README: Backup and restore)`,
+    `it was migrated by ${whom} (${unknown}); run ${by ?? 'that newer version'} or later, ` +
+      'or restore the backup taken before the upgrade (docs/operations.md: Upgrades)',
   );
 }
 
+/**
+ * The version that last migrated the database, kept in SQLite's `user_version` header field as
+ * major × 1,000,000 + minor × 1,000 + patch (no table: a version that does not know the schema reads it).
+ */
+function recordMigratedBy(db: Database, version: string): void {
+  db.run(`PRAGMA user_version = ${versionNumber(version)}`);
+}
+
+function versionNumber(version: string): number {
+  const [major = 0, minor = 0, patch = 0] = version.split(/[.+-]/).map(Number);
+  return major * 1_000_000 + minor * 1_000 + patch;
+}
+
+/** The newer version `recordMigratedBy` recorded, or null: none recorded (an older build), or none newer than this. */
+function migratedBy(db: Database): string | null {
+  const { user_version: number } = db.query<{ user_version: number }, []>('PRAGMA user_version').get()!;
+  if (number <= versionNumber(VERSION)) return null;
+  return `${Math.floor(number / 1_000_000)}.${Math.floor(number / 1_000) % 1_000}.${number % 1_000}`;
+}
 function migrationsRecorded(db: Database): boolean {
   return db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get() !== null;
 }

@@ -17,19 +17,14 @@ export interface OpenOptions {
   /** Commit FULL's writes without their sync, which the committer runs apart (wal-sync.ts). */
   syncApart?: boolean;
   /**
-   * Refuse a file that is not an SQLite database, and one beside another database's -wal, by reading its
-   * header (and the -wal's size). Only for the process's first
-   * connection to the file: closing any descriptor of a file drops every lock the process holds on it,
-   * and without its shared lock another program's connection (an `sqlite3` shell) takes itself for the
-   * last one when it closes, and deletes the live WAL.
+   * Whether to read the header and refuse a non-database or a foreign -wal. Only on the process's first
+   * connection: closing the read's descriptor would drop the process's locks, and an outside reader would
+   * then take itself for the last connection and delete the live WAL.
    */
   checkHeader?: boolean;
 }
 
-/**
- * Opens (creating when absent, private with its folder) the database file with the service's pragmas.
- * A path that cannot hold the database is a StorageError naming it, in one line.
- */
+/** Opens the database with the service's pragmas, creating it private when absent; a StorageError when unusable. */
 export function openDatabase(path: string, durability: Durability, options: OpenOptions = {}): Database {
   let db: Database | undefined;
   try {
@@ -37,8 +32,7 @@ export function openDatabase(path: string, durability: Durability, options: Open
     // Before the writability checks, which would call a -wal left by another user one holding answered writes.
     if (options.checkHeader) refuseForeignWal(path);
     assertWritable(path);
-    // Made here, not by SQLite, which would give it (so its -wal and -shm) the umask's mode; only when
-    // absent, so never a file this process holds locks on.
+    // Made here, 0600: SQLite would give it (and its -wal and -shm) the umask's mode.
     createPrivateFileIfAbsent(path);
     if (options.checkHeader) assertSqliteFile(path);
     db = new Database(path, { create: true, strict: true });
@@ -55,27 +49,19 @@ export function unusableDatabase(path: string, reason: string): StorageError {
   return new StorageError(`DATABASE_PATH ${path} cannot be used: ${reason}`);
 }
 
-/**
- * A failure to open or read the database at start as the refusal of DATABASE_PATH in one line, not a
- * stack trace, saying what to do where SQLite's words do not (a damaged file, a full disk); a refusal
- * already made passes as it is.
- */
+/** A failure at start as one line refusing DATABASE_PATH, with what to do where SQLite's words do not say it. */
 export function refusalOf(path: string, error: unknown): StorageError {
   if (error instanceof StorageError) return error;
   const reason = (error as Error).message;
   const code = sqliteCode(error) ?? '';
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
-    return unusableDatabase(path, `${reason}; restore a backup (README: Backup and restore)`);
+    return unusableDatabase(path, `${reason}; restore a backup (docs/operations.md: Backup and restore)`);
   }
   if (code.startsWith('SQLITE_IOERR') && noSpaceLeft(path)) return unusableDatabase(path, `${reason}; the file system holding it has no space left`);
   return unusableDatabase(path, reason);
 }
 
-/**
- * Whether the file system of the database's real folder is full: SQLite says only `disk I/O error`
- * when it cannot make a -shm there. By the blocks free to all: ext4 counts in the rest some that even
- * root cannot use.
- */
+/** Whether the database's file system is full (blocks free to all), where SQLite says only `disk I/O error`. */
 function noSpaceLeft(path: string): boolean {
   try {
     return statfsSync(dirname(realFile(path))).bavail === 0;
@@ -84,10 +70,7 @@ function noSpaceLeft(path: string): boolean {
   }
 }
 
-/**
- * SQLite opens a file it cannot write read-only, and in a folder it cannot write it has no -wal and
- * -shm: both fail later with messages naming neither (`attempt to write a readonly database`).
- */
+/** Refuses a file or folder the process cannot write, which SQLite would report later without naming it. */
 function assertWritable(path: string): void {
   const exists = existsSync(path);
   const file = realFile(path);
@@ -169,10 +152,8 @@ const WAL_MODE = 2;
 const WAL_HEADER_BYTES = 32;
 
 /**
- * A database not in WAL mode has no -wal of its own: one beside it belongs to the database it replaced
- * (a copy by `ev-ingest backup`, whose `VACUUM INTO` writes without WAL, put in place), and SQLite's
- * first read of the file would take that database's writes into this one, damaging it. The -wal is
- * looked at first: once one holds writes, a header read after it shows WAL mode if it is this file's.
+ * Refuses a database not in WAL mode beside a -wal holding writes (a backup put in place): SQLite would take
+ * the replaced database's writes into it. The -wal is read first, so a header read after it is current.
  */
 export function refuseForeignWal(path: string): void {
   const wal = `${realFile(path)}-wal`;
@@ -182,7 +163,7 @@ export function refuseForeignWal(path: string): void {
   if (header === null || !isSqliteHeader(header) || header[18] === WAL_MODE) return;
   throw unusableDatabase(
     path,
-    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (README: Backup and restore)`,
+    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (docs/operations.md: Backup and restore)`,
   );
 }
 
@@ -209,10 +190,8 @@ function incrementalIfNew(db: Database): void {
 }
 
 /**
- * Puts a new file in WAL mode (a no-op on one already in it), with incremental auto-vacuum. On a new file
- * another process may be switching it too: while it holds the file's reserved lock SQLite answers SQLITE_BUSY at once, without
- * the busy timeout's wait (waiting could deadlock two lock upgrades), so the switch is tried again, each
- * try's own wait (behind an exclusive lock) cut to what is left, until the busy timeout has passed.
+ * Puts a new file in WAL mode (and incremental auto-vacuum), retried within the busy timeout: while another
+ * process switches it, SQLite answers SQLITE_BUSY at once rather than wait (two lock upgrades could deadlock).
  */
 function switchToWal(db: Database): string | undefined {
   const giveUpAt = performance.now() + limits.databaseBusyMs;

@@ -40,6 +40,8 @@ export class WalSync {
   /** How long a sync takes, smoothed over the last ones (0 before the first). */
   syncMs = 0;
   syncs = 0;
+  /** Told how long each successful sync took, in ms (the metrics). */
+  onSynced: (ms: number) => void = () => {};
 
   /**
    * `walPath` as SQLite names it (symbolic links resolved); it exists while a connection is open.
@@ -100,7 +102,11 @@ export class WalSync {
     this.syncFile(this.fd, (error) => {
       this.syncing = false;
       if (error) this.failure ??= error;
-      else this.syncMs = smoothed(this.syncMs, performance.now() - began);
+      else {
+        const took = performance.now() - began;
+        this.syncMs = smoothed(this.syncMs, took);
+        this.onSynced(took);
+      }
       for (const waiter of covered) {
         if (this.failure) waiter.reject(this.failure);
         else waiter.resolve();

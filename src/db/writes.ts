@@ -4,6 +4,7 @@ import { consumptionWrites } from '../consumption/store.ts';
 import { dashboardWrites } from '../dashboard/store.ts';
 import { deletionWrites } from '../deletion/store.ts';
 import { deviceWrites } from '../devices/store.ts';
+import { knownAddressWrites } from '../pairing/known-addresses.ts';
 import { plannerWrites } from '../planner/store.ts';
 import { telemetryWrites } from '../telemetry/store.ts';
 import type { WriteOp } from './group.ts';
@@ -16,6 +17,7 @@ export const writeOps = {
   ...plannerWrites,
   ...dashboardWrites,
   ...deletionWrites,
+  ...knownAddressWrites,
 } satisfies Record<string, WriteOp>;
 
 export type WriteOps = typeof writeOps;

@@ -70,6 +70,13 @@ export class DeviceRegistry {
     return listDevices(this.db);
   }
 
+  /** How many unrevoked devices an installation has. */
+  activeCount(installationId: string): number {
+    let count = 0;
+    for (const device of this.byHash.values()) if (device.installationId === installationId) count += 1;
+    return count;
+  }
+
   find(tokenHash: string): DeviceIdentity | undefined {
     return this.byHash.get(tokenHash);
   }

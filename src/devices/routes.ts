@@ -3,7 +3,8 @@
  * Registered only when APPROVAL_PASSWORD is set.
  */
 import { Elysia } from 'elysia';
-import { bearerToken } from '../http/auth.ts';
+import { bearerToken, type Authenticator } from '../http/auth.ts';
+import { clientAddress } from '../http/client-address.ts';
 import { handlerReadsBody } from '../http/body.ts';
 import { messages, notFound, tooManyRequests, unauthorized } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
@@ -14,17 +15,25 @@ import { deviceView } from './view.ts';
 export interface DeviceRouteDeps {
   devices: DeviceRegistry;
   lock: ApprovalLock;
+  /** Tells the tokens cars hold, which are refused here without counting as wrong passwords. */
+  auth: Pick<Authenticator, 'knows'>;
+  trustProxy: boolean;
   log: Logger;
 }
 
-export function deviceRoutes({ devices, lock, log }: DeviceRouteDeps) {
-  /** During a lockout nothing is checked; otherwise every wrong password counts (none presented does not). */
+export function deviceRoutes({ devices, lock, auth, trustProxy, log }: DeviceRouteDeps) {
+  /**
+   * During a lockout nothing is checked; otherwise every wrong password counts, but none presented and
+   * a car's token (the ingest token or a paired car's, sent here by a mistaken app) guess nothing.
+   */
   const assertOwner = (request: Request) => {
-    const password = lock.check(bearerToken(request.headers.get('authorization')));
-    if (password === 'locked') {
-      throw tooManyRequests(messages.tooManyWrongPasswords, { 'Retry-After': String(lock.retryAfterSeconds()) });
-    }
-    if (password === 'wrong') throw unauthorized();
+    const who = { address: clientAddress(request, trustProxy) };
+    const seconds = lock.retryAfterSeconds(who);
+    if (seconds > 0) throw tooManyRequests(messages.tooManyWrongPasswords, { 'Retry-After': String(seconds) });
+    const candidate = bearerToken(request.headers.get('authorization'));
+    if (candidate !== null && auth.knows(candidate)) throw unauthorized();
+    // 'locked' cannot come back (nothing awaited since the check above); it would be refused as wrong.
+    if (lock.check(candidate, who) !== 'right') throw unauthorized();
   };
 
   return new Elysia({ name: 'devices' })

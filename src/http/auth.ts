@@ -2,7 +2,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { DeviceRegistry } from '../devices/registry.ts';
 import { tokenDigest } from '../devices/token.ts';
+import { clientAddress } from './client-address.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';
+import type { Logger } from '../log.ts';
+import type { RepeatCounter } from './security-log.ts';
 
 export type DeviceCaller = { kind: 'device'; deviceId: string; installationId: string };
 export type Caller = { kind: 'owner' } | DeviceCaller;
@@ -10,13 +13,20 @@ export type Caller = { kind: 'owner' } | DeviceCaller;
 const OWNER: Caller = { kind: 'owner' };
 
 /**
- * The token of an `Authorization: Bearer <token>` header, or null for anything else. The seed names the
- * scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
+ * The token of an `Authorization: Bearer <token>` header, or null for anything else. The API fixes
+ * the scheme exactly (`Bearer `, one space), though RFC 9110 would take it in any case.
  */
 export function bearerToken(header: string | null): string | null {
   if (header === null || !header.startsWith('Bearer ')) return null;
   const token = header.slice('Bearer '.length);
   return token === '' ? null : token;
+}
+
+/** Where the tokens no one holds are logged (`auth.bad_token`), by client address. */
+export interface BadTokens {
+  repeats: RepeatCounter;
+  trustProxy: boolean;
+  log: Logger;
 }
 
 export class Authenticator {
@@ -25,18 +35,19 @@ export class Authenticator {
   constructor(
     ingestToken: string,
     private readonly devices: DeviceRegistry,
+    private readonly badTokens?: BadTokens,
   ) {
     this.ownerDigest = tokenDigest(ingestToken);
   }
 
-  /** The caller of a request, or a 401 error. */
-  authenticate(authorization: string | null): Caller {
+  /** The caller of a request, or a 401 error; a token no one holds is logged by the `request`'s address. */
+  authenticate(authorization: string | null, request?: Request): Caller {
     const token = bearerToken(authorization);
     if (token === null) throw unauthorized();
     // Comparing digests keeps the comparison constant-time whatever the presented token's length.
     const digest = tokenDigest(token);
     if (timingSafeEqual(digest, this.ownerDigest)) return OWNER;
-    return this.deviceOf(digest);
+    return this.deviceOf(digest, request);
   }
 
   /** The paired device a bare token (no `Bearer`) belongs to, or a 401: the owner's token names no installation. */
@@ -44,11 +55,26 @@ export class Authenticator {
     return this.deviceOf(tokenDigest(token));
   }
 
-  private deviceOf(digest: Buffer): DeviceCaller {
+  /** Whether a token is the ingest token or a paired car's: never a password guess. */
+  knows(token: string): boolean {
+    const digest = tokenDigest(token);
+    return timingSafeEqual(digest, this.ownerDigest) || this.devices.find(digest.toString('hex')) !== undefined;
+  }
+
+  private deviceOf(digest: Buffer, request?: Request): DeviceCaller {
     const device = this.devices.find(digest.toString('hex'));
-    if (!device) throw unauthorized();
+    if (!device) {
+      if (request && this.badTokens) this.logBadToken(request, this.badTokens);
+      throw unauthorized();
+    }
     this.devices.seen(device);
     return { kind: 'device', deviceId: device.id, installationId: device.installationId };
+  }
+
+  private logBadToken(request: Request, { repeats, trustProxy, log }: BadTokens): void {
+    const address = clientAddress(request, trustProxy);
+    const count = repeats.due(address);
+    if (count !== null) log.warn('auth.bad_token', { address, count });
   }
 }
 

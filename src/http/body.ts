@@ -18,16 +18,26 @@ export interface BodyBounds {
   drain: number;
   /** The deadline of the whole read; a body still arriving then is refused (400, closed). */
   deadlineMs: number;
+  /**
+   * Set on the routes without a token: the drain of an oversized body, whatever length it declares,
+   * ends after this long or `drain` bytes, then the 400; unset, a body declared over the drain is refused unread.
+   */
+  drainMs?: number;
 }
 
-/** Ingest endpoints: the seed's cap, and a drain so that a car still uploading reads the 400. */
+/** Ingest endpoints: the 512 KiB cap, and a drain so that a car still uploading reads the 400. */
 export const ingestBodyBounds: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
 
 /**
- * Routes without a token: small bodies and no drain, so that no stranger can make the server read
- * megabytes (nor pay for the collections a drain forces); an oversized body is answered at once.
+ * Routes without a token: small bodies, and a drain bounded in bytes and time, so that a client still
+ * sending reads its 400 while no stranger can make the server read more than a mebibyte.
  */
-export const pairingBodyBounds: BodyBounds = { cap: limits.pairingBodyBytes, drain: 0, deadlineMs: limits.bodyReadMs };
+export const pairingBodyBounds: BodyBounds = {
+  cap: limits.pairingBodyBytes,
+  drain: limits.pairingDrainBytes,
+  deadlineMs: limits.bodyReadMs,
+  drainMs: limits.pairingDrainMs,
+};
 
 /**
  * Route options of every route whose body Elysia must not parse: the handler reads it itself (capped,
@@ -53,7 +63,8 @@ export async function readBody(
   // Past the cap and the drain a body is not worth draining; one Bun hides (a GET's, which it drops
   // unread) can only be held to the cap by the length it declares.
   const most = request.body === null ? cap : cap + drain;
-  if (declaredBytes !== null && declaredBytes > most) throw tooLarge();
+  const drainsAnyLength = bounds.drainMs !== undefined && request.body !== null;
+  if (declaredBytes !== null && declaredBytes > most && !drainsAnyLength) throw tooLarge();
   if (request.body === null) return new Uint8Array(0);
   let timer: Timer | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -74,21 +85,30 @@ export async function readBody(
  */
 async function readStream(
   request: Request,
-  { cap, drain }: BodyBounds,
+  { cap, drain, drainMs }: BodyBounds,
   deadline: Promise<never>,
   meter: BodyMeter,
   oversized: boolean,
 ): Promise<Uint8Array> {
   const reader = request.body!.getReader();
   let chunks: Uint8Array[] = [];
+  let drainTimer: Timer | undefined;
+  let drainEnd = deadline;
+  /** From the moment a body is known to be too large, its drain has `drainMs` (where bounded in time). */
+  const drainFromNow = () => {
+    if (drainMs === undefined || drainTimer !== undefined) return;
+    drainEnd = new Promise<never>((_, reject) => (drainTimer = setTimeout(() => reject(tooLarge()), drainMs)));
+  };
+  if (oversized) drainFromNow();
   try {
     for (;;) {
-      const { done, value } = await Promise.race([reader.read(), deadline]);
+      const { done, value } = await Promise.race([reader.read(), deadline, drainEnd]);
       if (done) break;
       meter.read += value.byteLength;
       if (meter.read > cap + drain) throw tooLarge();
       if (oversized || meter.read > cap) {
         oversized = true;
+        drainFromNow();
         chunks = [];
         collectDrained(value.byteLength);
         continue;
@@ -101,6 +121,8 @@ async function readStream(
     if (oversized) throw tooLarge(); // the deadline or a failed read during the drain: still too large
     if (error instanceof HttpError) throw error;
     throw badRequest(messages.bodyUnreadable);
+  } finally {
+    clearTimeout(drainTimer);
   }
   if (oversized) throw tooLarge();
   return concat(chunks, meter.read);
@@ -144,7 +166,7 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body as a JSON object; anything else is a 400 with the contract's wording. */
+/** The body as a JSON object; anything else is a 400 with the documented wording. */
 export async function readJsonObject(request: Request, bounds: BodyBounds): Promise<Record<string, unknown>> {
   const bytes = await readBody(request, bounds);
   let value: unknown;

@@ -1,5 +1,5 @@
 /**
- * The one place for the failures a client sees: their wording (seed-spec section 7 and the contract)
+ * The one place for the failures a client sees: their wording (docs/api.md quotes it)
  * and types; `on-error.ts` turns them into answers, every error body `{"error": "..."}`.
  */
 export const messages = {
@@ -8,6 +8,7 @@ export const messages = {
   bodyUnreadable: 'body could not be read',
   bodyTooLarge: 'body is too large',
   bodyNotJson: 'body is not valid JSON',
+  bodyNotUtf8: 'body is not valid UTF-8',
   bodyNotObject: 'body must be a JSON object',
   formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
   otherInstallation:
@@ -16,6 +17,8 @@ export const messages = {
   tooManyPairingRequests: 'too many pairing requests',
   tooManyWrongPasswords: 'too many wrong passwords, retry later',
   deviceNotFound: 'device not found',
+  sessionNotFound: 'charging session not found',
+  noSamples: 'no samples',
   internal: 'internal server error',
 } as const;
 

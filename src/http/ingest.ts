@@ -1,5 +1,5 @@
 /**
- * The pipeline shared by the ingest endpoints, in the seed's order: (1) bearer check, (2) body read
+ * The pipeline shared by the ingest endpoints, in the documented order: (1) bearer check, (2) body read
  * with the cap and its size check, (3) validation, (4) ownership of the installation; then the operation.
  */
 import { assertMayUse, type Authenticator, type Caller } from './auth.ts';
@@ -23,12 +23,12 @@ interface AuthenticatedBody extends Authenticated {
 
 /**
  * A handler that runs only for a valid bearer token and takes no body: one sent anyway still goes
- * through the capped read after the token (the seed's order) and is dropped; for a GET, whose body Bun
+ * through the capped read after the token, as every body does, and is dropped; for a GET, whose body Bun
  * drops unread, that holds its declared length to the cap.
  */
 function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: Authenticated) => R) {
   return async ({ request, params }: RouteContext) => {
-    const caller = auth.authenticate(request.headers.get('authorization'));
+    const caller = auth.authenticate(request.headers.get('authorization'), request);
     await readBody(request, bounds);
     return handle({ caller, params, request });
   };
@@ -37,7 +37,7 @@ function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (inpu
 /** A handler that runs for a valid bearer token and a JSON object body within `bounds`. */
 function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, handle: (input: AuthenticatedBody) => R) {
   return async ({ request, params }: RouteContext) => {
-    const caller = auth.authenticate(request.headers.get('authorization'));
+    const caller = auth.authenticate(request.headers.get('authorization'), request);
     const body = await readJsonObject(request, bounds);
     return handle({ caller, body, params, request });
   };
@@ -94,7 +94,7 @@ export function ownedPath<R>(auth: Authenticator, bounds: BodyBounds, handle: (i
 
 /**
  * The id that ends the path of a route ending in `*`: an empty id or one holding `/` then reaches the
- * route's own check (400 after the token, as the seed orders) instead of matching no route (404).
+ * route's own check (400 after the token, in the documented order) instead of matching no route (404).
  * One trailing slash is dropped, as Elysia does for every other route.
  */
 export function pathId(params: Record<string, string>): string {

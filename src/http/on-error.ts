@@ -13,7 +13,7 @@ interface ErrorContext {
 /** Elysia's `onError`: every failure becomes `{"error": ...}`; only a 500's detail goes to the log. */
 export function answerError(log: Logger) {
   return ({ code, error, request }: ErrorContext): Response => {
-    // No route lets Elysia parse its body (each reads its own, capped); should one, its parse error is still the contract's 400.
+    // No route lets Elysia parse its body (each reads its own, capped); should one, its parse error is still the documented 400.
     const cause = code === 'PARSE' ? ((error as { cause?: unknown }).cause ?? error) : error;
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);
@@ -22,7 +22,7 @@ export function answerError(log: Logger) {
   };
 }
 
-/** A failure nothing answered: its detail to the log only, the contract's 500 to the client. */
+/** A failure nothing answered: its detail to the log only, `internal server error` to the client. */
 export function internalError(log: Logger, request: Request, error: unknown): Response {
   log.error('request.failed', { method: request.method, path: pathOf(request.url), error: describeError(error) });
   return errorResponse(500, messages.internal);

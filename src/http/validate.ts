@@ -13,7 +13,7 @@ export function invalid(path: string, problem: string): never {
   throw badRequest(`${path} ${problem}`);
 }
 
-/** `null` for an optional field means the field is absent (the contract's convention). */
+/** `null` for an optional field means the field is absent (the API's convention). */
 function isAbsent(value: unknown): value is null | undefined {
   return value === undefined || value === null;
 }

@@ -62,8 +62,16 @@ export function gpxPoint(row: SampleRow): string {
   const lon = row[LON];
   if (lat === null || lat === undefined || lon === null || lon === undefined) return '';
   const elevation = row[ELEVATION];
-  const ele = elevation === null || elevation === undefined ? '' : `<ele>${elevation}</ele>`;
-  return `<trkpt lat="${lat}" lon="${lon}">${ele}<time>${gpxTime(row[0] as number)}</time></trkpt>\n`;
+  const ele = elevation === null || elevation === undefined ? '' : `<ele>${decimal(elevation as number)}</ele>`;
+  // GPX takes longitudes below 180 only: 180 is the meridian of -180.
+  const east = lon === 180 ? -180 : (lon as number);
+  return `<trkpt lat="${decimal(lat as number)}" lon="${decimal(east)}">${ele}<time>${gpxTime(row[0] as number)}</time></trkpt>\n`;
+}
+
+/** A number as xsd:decimal, which has no exponent: `1e-7` is written `0.0000001`. */
+function decimal(value: number): string {
+  const text = String(value);
+  return text.includes('e') ? value.toFixed(20).replace(/\.?0+$/, '') : text;
 }
 
 /** `utc` seconds as xsd:dateTime in UTC, without the fraction. */
@@ -74,14 +82,16 @@ const encoder = new TextEncoder();
 /**
  * Lets the event loop turn before an export's next page (a client reading at full speed would otherwise
  * pull page after page while no other request is answered), and waits longer when other work ran in
- * that turn: an export then takes a smaller share of the thread, and ingest keeps most of it.
+ * that turn, `exportYieldFactor` times that work or the export's last page: an export then takes a
+ * small share of the thread, and ingest keeps most of it.
  */
-async function yieldToRequests(): Promise<void> {
+async function yieldToRequests(pageMs: number): Promise<void> {
   const asked = performance.now();
   await new Promise((resolve) => setImmediate(resolve));
   const othersMs = performance.now() - asked;
-  if (othersMs > limits.exportBusyMs)
-    await Bun.sleep(Math.min(othersMs * limits.exportYieldFactor, limits.exportYieldMaxMs));
+  if (othersMs <= limits.exportBusyMs) return;
+  // The longer of the two: a quick turn of many small requests still leaves the export a small share.
+  await Bun.sleep(Math.min(Math.max(othersMs, pageMs) * limits.exportYieldFactor, limits.exportYieldMaxMs));
 }
 
 /**
@@ -96,10 +106,12 @@ export function pagedStream<T>(
   tail: string,
 ): ReadableStream<Uint8Array> {
   let started = false;
+  let pageMs = 0;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        await yieldToRequests();
+        await yieldToRequests(pageMs);
+        const pageStarted = performance.now();
         let text = started ? '' : head;
         started = true;
         // A page may write nothing (GPX leaves out samples without a position): read on until something is written.
@@ -110,7 +122,10 @@ export function pagedStream<T>(
             return controller.close();
           }
           for (const row of next.value) text += write(row);
-          if (text !== '') return controller.enqueue(encoder.encode(text));
+          if (text === '') continue;
+          controller.enqueue(encoder.encode(text));
+          pageMs = performance.now() - pageStarted;
+          return;
         }
       },
       cancel() {

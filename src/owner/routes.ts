@@ -7,7 +7,7 @@ import type { ChargingHistory, StartedRange } from '../charging/history.ts';
 import { parseSessionId } from '../charging/model.ts';
 import type { Authenticator } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { notFound } from '../http/errors.ts';
+import { messages, notFound } from '../http/errors.ts';
 import { ownedRead, pathId } from '../http/ingest.ts';
 import { uuid } from '../http/validate.ts';
 import type { PlannerStatus } from '../planner/status.ts';
@@ -91,7 +91,7 @@ export function ownerDataRoutes({ auth, bodyBounds, ownerData, samples, sessions
       read(
         (params, query) => ({ sessionId: parseSessionId(pathId(params)), installationId: installationParam(query) }),
         ({ installationId, sessionId }) =>
-          json(sessions.one(installationId, sessionId) ?? notFoundError('charging session not found')),
+          json(sessions.one(installationId, sessionId) ?? notFoundError(messages.sessionNotFound)),
       ),
       handlerReadsBody,
     )
@@ -99,7 +99,7 @@ export function ownerDataRoutes({ auth, bodyBounds, ownerData, samples, sessions
       '/v1/telemetry/latest/*',
       read(
         (params) => ({ installationId: pathInstallation(params) }),
-        ({ installationId }) => json(samples.latest(installationId) ?? notFoundError('no samples')),
+        ({ installationId }) => json(samples.latest(installationId) ?? notFoundError(messages.noSamples)),
       ),
       handlerReadsBody,
     )

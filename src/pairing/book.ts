@@ -4,7 +4,9 @@
  * expired. The devices a restart leaves uncollected are revoked at the next start (`revokeLeftovers`).
  */
 import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
+import { NO_PEER } from '../http/client-address.ts';
 import { messages, tooManyRequests } from '../http/errors.ts';
+import { RepeatCounter } from '../http/security-log.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { newSecret } from '../secret.ts';
@@ -29,6 +31,8 @@ export interface PairingRequest {
   /** Lower-case. */
   readonly installationId: string;
   readonly name: string | null;
+  /** The client address it came from (`clientAddress`): it holds one of that address's slots. */
+  readonly address: string;
   /** On the monotonic clock (`elapsed`), not a wall-clock time. */
   readonly expiresAt: number;
   /** Replaced as the request moves on; an approved one holds its device until the car collects it. */
@@ -47,6 +51,9 @@ export class PairingBook {
   private readonly byCode = new Map<string, PairingRequest>();
   private readonly byInstallation = new Map<string, PairingRequest>();
   private sweeper: Timer | null = null;
+  private readonly bookFull: RepeatCounter;
+  /** Requests started and approved since the start (the metrics read them). */
+  readonly counts = { started: 0, approved: 0 };
 
   constructor(
     private readonly devices: DeviceRegistry,
@@ -55,27 +62,31 @@ export class PairingBook {
     private readonly elapsed: () => number,
     /** Draws a user code; injectable so that tests can make two requests draw the same one. */
     private readonly drawUserCode: () => string = newUserCode,
-  ) {}
+  ) {
+    this.bookFull = new RepeatCounter(elapsed);
+  }
 
   get size(): number {
     return this.byId.size;
   }
 
-  /** Opens a request, replacing the installation's open one; 429 past the cap of open requests. */
-  async start(installationId: string, name: string | null): Promise<PairingRequest> {
-    // Expired requests are forgotten at once (the cap counts live ones); their revocations go on apart,
+  /**
+   * Opens a request from a client address, replacing the installation's open one; 429 past the cap of open
+   * requests of that address or of all, with `Retry-After` until a slot it may take frees up.
+   */
+  async start(installationId: string, name: string | null, address: string = NO_PEER): Promise<PairingRequest> {
+    // Expired requests are forgotten at once (the caps count live ones); their revocations go on apart,
     // so that a slow commit of another car's never holds up this start.
     void this.sweep();
     const id = installationId.toLowerCase();
     const replaced = this.byInstallation.get(id);
-    if (!replaced && this.byId.size >= limits.pairingOpenMax) {
-      throw tooManyRequests(messages.tooManyPairingRequests);
-    }
+    this.assertSlotFree(address, replaced);
     const request: PairingRequest = {
       pairingId: newSecret(), // the car polls with it; never shown, unlike the user code
       userCode: this.unusedUserCode(),
       installationId: id,
       name,
+      address,
       expiresAt: this.elapsed() + limits.pairingTtlMs,
       standing: { state: 'pending' },
     };
@@ -84,6 +95,7 @@ export class PairingBook {
     this.byCode.set(request.userCode, request);
     this.byInstallation.set(id, request);
     this.log.info('pairing.started', { installation: id });
+    this.counts.started += 1;
     if (replaced) await this.close(replaced, 'replaced');
     return request;
   }
@@ -145,7 +157,18 @@ export class PairingBook {
     }
     request.standing = { state: 'approved', device };
     this.log.info('pairing.approved', { installation: request.installationId, device: device.id });
+    this.counts.approved += 1;
     return 'approved';
+  }
+
+  /** The active paired devices of a request's installation, which the owner should know of before adding one. */
+  pairedDevices(request: PairingRequest): number {
+    return this.devices.activeCount(request.installationId);
+  }
+
+  /** Milliseconds since a request was opened. */
+  age(request: PairingRequest): number {
+    return Math.max(0, limits.pairingTtlMs - this.timeLeft(request));
   }
 
   /** Milliseconds left of a request's lifetime. */
@@ -211,6 +234,26 @@ export class PairingBook {
     if (this.byId.get(request.pairingId) === request) this.byId.delete(request.pairingId);
     if (this.byCode.get(request.userCode) === request) this.byCode.delete(request.userCode);
     if (this.byInstallation.get(request.installationId) === request) this.byInstallation.delete(request.installationId);
+  }
+
+  /**
+   * Refuses a request past its address's cap or the book's; one replacing a request reuses that one's slots.
+   * A request of no known address (built in-process, never one from the listener) meets the book's cap alone.
+   */
+  private assertSlotFree(address: string, replaced: PairingRequest | undefined): void {
+    const own = [...this.byId.values()].filter((request) => request.address === address && request !== replaced);
+    if (address !== NO_PEER && own.length >= limits.pairingOpenPerAddress) throw this.noSlot(own);
+    if (replaced || this.byId.size < limits.pairingOpenMax) return;
+    const count = this.bookFull.due('');
+    if (count !== null) this.log.warn('pairing.book_full', { address, open: this.byId.size, count });
+    throw this.noSlot([...this.byId.values()]);
+  }
+
+  /** The 429 of a full set of requests, with `Retry-After` until the first of them expires. */
+  private noSlot(holding: PairingRequest[]) {
+    const firstExpiry = Math.min(...holding.map((request) => request.expiresAt));
+    const seconds = Math.max(1, Math.ceil((firstExpiry - this.elapsed()) / 1000));
+    return tooManyRequests(messages.tooManyPairingRequests, { 'Retry-After': String(seconds) });
   }
 
   private unusedUserCode(): string {

@@ -17,6 +17,18 @@ export function parseStart(body: JsonObject): StartRequest {
  */
 const UNSHOWABLE = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
 
+/**
+ * Characters that show nothing or change how the rest is shown (a zero-width space, a soft hyphen, tag
+ * characters, U+3164): a stranger's name could pass for the owner's car's with them.
+ */
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+
+/** An emoji, or emoji joined into one (👨‍👩‍👧): their joiners and variation selectors show as the emoji made. */
+const EMOJI_SEQUENCE = /\p{Extended_Pictographic}\uFE0F?(?:\u200D\p{Extended_Pictographic}\uFE0F?)*/gu;
+
+/** Anything but spaces: a name must show something. */
+const VISIBLE = /[^\p{White_Space}\p{Z}]/u;
+
 /** 1..64 characters (code points, so an emoji counts once) of showable text. */
 export function deviceName(value: unknown, path: string): string {
   const chars = typeof value === 'string' ? [...value].length : 0;
@@ -24,6 +36,10 @@ export function deviceName(value: unknown, path: string): string {
   // SQLite would store a lone surrogate (`"MG4 \ud83d"`) as U+FFFD: the owner would approve a name the car never sent.
   if (!(value as string).isWellFormed()) invalid(path, 'must not hold a lone surrogate');
   if (UNSHOWABLE.test(value as string)) invalid(path, 'must not hold control or text-direction characters');
+  if (INVISIBLE.test((value as string).replace(EMOJI_SEQUENCE, 'x'))) {
+    invalid(path, 'must not hold format, separator or invisible characters');
+  }
+  if (!VISIBLE.test(value as string)) invalid(path, 'must hold a visible character');
   return value as string;
 }
 

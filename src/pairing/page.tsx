@@ -32,18 +32,22 @@ export const NO_STORE = 'no-store';
 /** The approval page's path. */
 export const PAIR_PATH = '/pair';
 
-/** Headers of every page (`styleSrc`: the CSP source of its style): no script, no framing, nothing cached, no referrer. */
+/**
+ * Headers of every page (`styleSrc`: the CSP source of its style): no script, no framing, nothing cached,
+ * no referrer leaking a code or an address to another site. `same-origin`, not `no-referrer`: with the
+ * latter a form's post says `Origin: null`, which the cross-site check (`isCrossSite`) must refuse.
+ */
 export function pageHeaders(styleSrc: string): Readonly<Record<string, string>> {
   return {
     'Content-Security-Policy': `default-src 'none'; style-src ${styleSrc}; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
     'X-Frame-Options': 'DENY',
     'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'no-referrer',
+    'Referrer-Policy': 'same-origin',
     'Cache-Control': NO_STORE,
   };
 }
 
-/** Headers of every `/pair` answer; the referrer would leak the code. */
+/** Headers of every `/pair` answer. */
 export const PAGE_HEADERS = pageHeaders(`'sha256-${styleHash}'`);
 
 /**
@@ -135,14 +139,31 @@ export function CodePage({ notice, typed }: { notice?: string; typed?: string | 
   );
 }
 
-/** Who asks (installation, car name, code) and the approval form. */
-export function ApprovalPage({ request, msLeft, notice }: { request: PairingRequest; msLeft: number; notice?: string }) {
+/** What the server knows of a request beyond what its sender chose: how to tell a stranger's from the owner's car. */
+export interface RequestFacts {
+  ageMs: number;
+  /** Where it came from, coarsely (`coarseAddress`). */
+  address: string;
+  /** The installation's active paired devices. */
+  devices: number;
+}
+
+/** Who asks (installation, car name, code), what the server knows of the request, and the approval form. */
+interface ApprovalProps {
+  request: PairingRequest;
+  msLeft: number;
+  facts: RequestFacts;
+  notice?: string;
+}
+
+export function ApprovalPage({ request, msLeft, facts, notice }: ApprovalProps) {
   const code = displayUserCode(request.userCode);
   const minutes = Math.max(1, Math.ceil(msLeft / 60_000));
   return (
     <Layout title="Approve this car?">
       <Notice text={notice} />
       <p>Check that the car's screen shows this code before you approve.</p>
+      <p class="notice">Deny if you did not just start pairing on your car.</p>
       <dl>
         <dt>Code</dt>
         <dd class="code" safe>{code}</dd>
@@ -150,6 +171,12 @@ export function ApprovalPage({ request, msLeft, notice }: { request: PairingRequ
         <dd safe>{request.name ?? '(no name given)'}</dd>
         <dt>Installation id</dt>
         <dd safe>{request.installationId}</dd>
+        <dt>Requested</dt>
+        <dd safe>{requestedAgo(facts.ageMs)}</dd>
+        <dt>From network</dt>
+        <dd safe>{facts.address}</dd>
+        <dt>Paired devices of this installation</dt>
+        <dd safe>{String(facts.devices)}</dd>
         <dt>Expires</dt>
         <dd safe>{`in about ${quantity(minutes, 'minute')}`}</dd>
       </dl>
@@ -211,10 +238,14 @@ const quantity = (count: number, one: string, many = `${one}s`) => `${count} ${c
 
 const lockoutLength = quantity(limits.lockoutMs / 1000, 'second');
 
-/** Shown before any password is typed: the rule, not anyone's tries (wrong passwords count server-wide). */
+/** A request's age as the page says it: `just now` under a minute, else whole minutes. */
+const requestedAgo = (ageMs: number) =>
+  ageMs < 60_000 ? 'just now' : `${quantity(Math.floor(ageMs / 60_000), 'minute')} ago`;
+
+/** Shown before any password is typed: the rule, not anyone's tries (wrong passwords count per network address). */
 const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock the approval password for ${lockoutLength}.`;
 
-/** The tries left are the server's, the device endpoints' wrong passwords included: what is left, not what "you" have. */
+/** The tries left are the address's, the device endpoints' wrong ones included: what is left, not what "you" have. */
 export const wrongPasswordText = (triesLeft: number) =>
   `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before the approval password locks for ${lockoutLength}.`;
 
@@ -249,6 +280,12 @@ export const formNotAccepted = (reason: string): Message => ({
 
 /** Any other failure: its detail goes to the log only. */
 export const SOMETHING_WENT_WRONG: Message = { title: 'Something went wrong', text: 'The server could not complete this. Try again.' };
+
+/** A form posted by another site's page: the owner did not send it. */
+export const CROSS_SITE: Message = {
+  title: 'Refused',
+  text: 'This form was sent from another site. Open the approval page from the car\'s code and decide there.',
+};
 
 /** A method other than GET and POST: a script's, not a browser's. */
 export const NOT_ALLOWED: Message = { title: 'Not allowed', text: 'Open this page in a browser.' };

@@ -7,13 +7,15 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, readBody, readJsonObject, type BodyBounds } from '../http/body.ts';
+import { clientAddress, coarseAddress } from '../http/client-address.ts';
 import { badRequest, describeError, HttpError, messages } from '../http/errors.ts';
+import { isCrossSite } from '../http/origin.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
 import type { PairingBook, PairingRequest } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
-import type { ApprovalLock } from './lock.ts';
+import type { ApprovalLock, Presenter } from './lock.ts';
 import { parseDecision, parsePoll, parseStart } from './model.ts';
 import {
   ApprovalPage,
@@ -21,6 +23,7 @@ import {
   backToCar,
   CHOOSE_DECISION,
   CodePage,
+  CROSS_SITE,
   ENTER_A_CODE,
   formNotAccepted,
   LOCKED_TITLE,
@@ -46,7 +49,7 @@ export interface PairingDeps {
   book: PairingBook;
   lock: ApprovalLock;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
-  /** The bounds of the bodies anyone may send: small, never drained. */
+  /** The bounds of the bodies anyone may send: small, drained briefly. */
   bodyBounds: BodyBounds;
   log: Logger;
 }
@@ -60,11 +63,15 @@ interface PageContext {
 }
 
 export function pairingRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
-  return new Elysia({ name: 'pairing' }).use(carRoutes(book, config, bodyBounds)).use(pageRoutes({ book, lock, bodyBounds, log }));
+  return new Elysia({ name: 'pairing' })
+    .use(carRoutes(book, config, bodyBounds))
+    .use(pageRoutes({ book, lock, config, bodyBounds, log }));
 }
 
 /** The owner's approval page. */
-function pageRoutes({ book, lock, bodyBounds, log }: Omit<PairingDeps, 'config'>) {
+function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps) {
+  const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
+
   /** The open request of what was typed as its code, or the page saying that the code is not open. */
   const openRequest = (typed: string | null): PairingRequest | PageAnswer => {
     const code = parseUserCode(typed);
@@ -72,8 +79,15 @@ function pageRoutes({ book, lock, bodyBounds, log }: Omit<PairingDeps, 'config'>
     return book.find(code) ?? closedCodePage(typed, UNKNOWN_CODE);
   };
 
-  const approvalPage = (status: number, pairing: PairingRequest, notice: string | undefined) =>
-    pageAnswer(status, <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} notice={notice} />);
+  const approvalPage = (status: number, pairing: PairingRequest, notice: string | undefined) => {
+    const facts = {
+      ageMs: book.age(pairing),
+      address: coarseAddress(pairing.address),
+      devices: book.pairedDevices(pairing),
+    };
+    const page = <ApprovalPage request={pairing} msLeft={book.timeLeft(pairing)} facts={facts} notice={notice} />;
+    return pageAnswer(status, page);
+  };
 
   const showCode = (request: Request) => {
     const typed = new URL(request.url).searchParams.get('code');
@@ -81,33 +95,35 @@ function pageRoutes({ book, lock, bodyBounds, log }: Omit<PairingDeps, 'config'>
     const pairing = openRequest(typed);
     if (isPage(pairing)) return pairing;
     const { state } = pairing.standing;
-    if (state === 'pending') return approvalPage(200, pairing, lockNotice(lock));
+    if (state === 'pending') return approvalPage(200, pairing, lockNotice(lock, presenterOf(request)));
     if (state === 'approving') return beingApprovedPage(pairing);
     return pageAnswer(200, <OutcomePage outcome={state} request={pairing} before />);
   };
 
   /** The answer to a wrong password: the approval page with the tries left, or the lockout it began. */
-  const wrongPasswordPage = (pairing: PairingRequest) => {
-    log.warn('pairing.wrong_password', { installation: pairing.installationId });
-    const seconds = lock.retryAfterSeconds();
+  const wrongPasswordPage = (pairing: PairingRequest, who: Presenter) => {
+    log.warn('pairing.wrong_password', { installation: pairing.installationId, address: who.address });
+    const seconds = lock.retryAfterSeconds(who);
     return seconds > 0
       ? lockoutPage(403, WRONG_PASSWORD_TITLE, seconds, backToCar(pairing.userCode))
-      : approvalPage(403, pairing, wrongPasswordText(lock.triesLeft()));
+      : approvalPage(403, pairing, wrongPasswordText(lock.triesLeft(who)));
   };
 
-  // Checked in the contract's order: the lock, the code, the password, then the decision. The lock is
-  // checked again once the form has arrived, in case it began meanwhile.
+  // Checked in the documented order, after the site: the lock, the code, the password, then the decision.
+  // The lock is checked again once the form has arrived, in case it began meanwhile.
   const decide = async (request: Request) => {
-    const locked = lockedPage(lock, request);
+    if (isCrossSite(request, config)) return pageAnswer(403, <MessagePage {...CROSS_SITE} />);
+    const who = presenterOf(request);
+    const locked = lockedPage(lock, request, who);
     if (locked) return locked;
     const form = await readForm(request, bodyBounds);
-    const lockedMeanwhile = lockedPage(lock, request);
+    const lockedMeanwhile = lockedPage(lock, request, who);
     if (lockedMeanwhile) return lockedMeanwhile;
     const typed = form.get('code');
     const pairing = openRequest(typed);
     if (isPage(pairing)) return pairing;
     // 'locked' cannot come back here (nothing awaited since the check above); it counts as wrong if it did.
-    if (lock.check(form.get('password')) !== 'right') return wrongPasswordPage(pairing);
+    if (lock.check(form.get('password'), who) !== 'right') return wrongPasswordPage(pairing, who);
     const decision = parseDecision(form);
     if (decision === null) return approvalPage(400, pairing, CHOOSE_DECISION);
     const before = pairing.standing.state !== 'pending';
@@ -137,7 +153,7 @@ function carRoutes(book: PairingBook, config: PairingDeps['config'], bodyBounds:
       '/v1/pair/start',
       async ({ request }) => {
         const { installationId, name } = parseStart(await readJsonObject(request, bodyBounds));
-        const pairing = await book.start(installationId, name);
+        const pairing = await book.start(installationId, name, clientAddress(request, config.trustProxy));
         const userCode = displayUserCode(pairing.userCode);
         return {
           pairingId: pairing.pairingId,
@@ -212,8 +228,8 @@ function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
  * The lockout's answer. Its link leads back to the car's page when the page's own address names the code
  * (the approval form posts there), else to the code form: the form itself is read only after the lock.
  */
-function lockedPage(lock: ApprovalLock, request: Request): PageAnswer | null {
-  const seconds = lock.retryAfterSeconds();
+function lockedPage(lock: ApprovalLock, request: Request, who: Presenter): PageAnswer | null {
+  const seconds = lock.retryAfterSeconds(who);
   if (seconds === 0) return null;
   const code = parseUserCode(new URL(request.url).searchParams.get('code'));
   return lockoutPage(429, LOCKED_TITLE, seconds, code === null ? ENTER_A_CODE : backToCar(code));
@@ -225,7 +241,7 @@ function lockoutPage(status: 403 | 429, title: string, seconds: number, back: Ba
 }
 
 /** Said on the approval page during a lockout, so that nobody types the password only to be refused. */
-function lockNotice(lock: ApprovalLock): string | undefined {
-  const seconds = lock.retryAfterSeconds();
+function lockNotice(lock: ApprovalLock, who: Presenter): string | undefined {
+  const seconds = lock.retryAfterSeconds(who);
   return seconds === 0 ? undefined : lockedText(seconds);
 }

@@ -1,18 +1,9 @@
 /**
- * Hands stored samples to the planner. The samples table is the outbox: telemetry stores a sample
- * as pending in the same transaction as the sample, and this forwarder marks it sent or given up
- * through the committer, so a re-sent batch or a restart never sends a sample again once its outcome
- * is written (a request whose answer is lost is retried: the planner may have it already).
- *
- * Per installation one loop sends its waiting samples oldest first, one request at a time; at most
- * `plannerInFlight` requests run at once overall. A loop holds at most `plannerQueueSamples` samples
- * in memory and reads the next page from the database as it drains, so a planner that is down for
- * hours costs bounded memory and loses nothing: samples are given up only after their last attempt
- * or on an answer that retrying cannot change.
- *
- * The queue mirrors the installation's outbox: a batch's new samples are queued as the write reports
- * them, without reading them back; the outbox is read when the mirror cannot be trusted (at start-up,
- * for a batch not newer than the newest queued, a withdrawal, a queue over its page).
+ * The planner forwarder: sends stored samples to the planner and marks them sent or given up in the
+ * outbox (the samples table), so a re-sent batch or a restart never sends a sample again.
+ * Per installation one loop sends oldest first, one request at a time, holding one page of samples in
+ * memory; the queue takes a batch's new samples as the write reports them, and reads the outbox only
+ * when it cannot be trusted (docs/architecture.md, The planner outbox).
  */
 import type { Database } from 'bun:sqlite';
 import { monotonicNow } from '../clock.ts';
@@ -32,12 +23,13 @@ import { formBody, postSample, type Delivery, type FailureReason } from './wire.
 export interface PlannerTimers {
   /** Calls `wake` after a backoff of `ms`; answers a function that cancels it. */
   backoff(ms: number, wake: () => void): () => void;
-  /** Calls `expire` once `ms` have passed (a request's deadline, the shutdown grace, gathering marks); answers a cancel. */
+  /** Calls `expire` after `ms` (a request's deadline, the shutdown grace, gathering marks); answers a cancel. */
   delay(ms: number, expire: () => void): () => void;
   /** The jitter of a backoff, in [0, 1). */
   random(): number;
 }
 
+/** A real timer: calls `callback` after `ms`; answers a function that cancels it. */
 export function after(ms: number, callback: () => void): () => void {
   const timer = setTimeout(callback, ms);
   return () => clearTimeout(timer);
@@ -45,11 +37,12 @@ export function after(ms: number, callback: () => void): () => void {
 
 const realTimers: PlannerTimers = { backoff: after, delay: after, random: Math.random };
 
-/** Forgets the oldest installation remembered (insertion order) once more than `plannerQuietInstallations` are. */
+/** Forgets the oldest remembered installation once more than `plannerQuietInstallations` are kept. */
 function keepNewest(remembered: Set<string> | Map<string, unknown>): void {
   if (remembered.size > limits.plannerQuietInstallations) remembered.delete(remembered.keys().next().value!);
 }
 
+/** What the forwarder needs from the service. */
 export interface ForwarderOptions {
   config: PlannerConfig;
   db: Database;
@@ -62,6 +55,7 @@ export interface ForwarderOptions {
   elapsed?: () => number;
 }
 
+/** One installation's loop: its queue and its backoff. */
 interface Installation {
   id: string;
   token: string;
@@ -69,14 +63,11 @@ interface Installation {
   queue: SampleRow[];
   /** The queue no longer mirrors the outbox: read it again before the next sample. */
   reread: boolean;
-  /** Batches so far that rewrote or withdrew waiting samples: a sample on its way is read again when it changed. */
+  /** Count of batches that rewrote or withdrew waiting samples; a sample on its way is reread when it moves. */
   rewrites: number;
   /** The last page was full: more samples wait in the database. */
   more: boolean;
-  /**
-   * Delay before the next attempt; kept across samples, and across loops in `backoffs`, so a planner
-   * that is down is probed less and less until it answers.
-   */
+  /** Delay before the next attempt, kept across samples and loops so a planner that is down is probed less often. */
   backoffMs: number;
   /** When the attempt waiting out a backoff is due (Unix ms); null while none waits. */
   nextAttemptAt: number | null;
@@ -90,6 +81,7 @@ interface Outgoing {
   rewritesSeen: number | null;
 }
 
+/** Counts the tests read. */
 interface ForwarderStats {
   sent: number;
   givenUp: number;
@@ -98,20 +90,16 @@ interface ForwarderStats {
   outboxReads: number;
 }
 
+/** The forwarder of the service: one per app, started by `resume()` and ended by `stop()`. */
 export class PlannerForwarder implements SampleForwarder {
   /** Read only by the tests: the service neither logs nor answers them. */
   readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0, outboxReads: 0 };
+  /** Retries and samples given up since the start, by reason (`http_<status>` or the error's class): the metrics'. */
+  readonly failures = { retried: new Map<string, number>(), givenUp: new Map<string, number>() };
   private readonly installations = new Map<string, Installation>();
-  /**
-   * Installations without a loop whose outbox was last seen empty (oldest first, at most
-   * `plannerQuietInstallations`): their next batch is queued as it comes, without a read.
-   */
+  /** Installations without a loop whose outbox was last seen empty: their next batch is queued without a read. */
   private readonly quiet = new Set<string>();
-  /**
-   * The backoff of installations whose loop ended while the planner was failing (oldest first, at most
-   * `plannerQuietInstallations`): a car that uploads less often than its samples are retried must not
-   * find the planner's outage forgotten, and its every sample given up within seconds.
-   */
+  /** Backoffs of loops that ended while the planner failed, so a car's next upload does not hammer it again. */
   private readonly backoffs = new Map<string, number>();
   private readonly loops = new Set<Promise<void>>();
   private readonly slots = new Slots(limits.plannerInFlight);
@@ -138,7 +126,7 @@ export class PlannerForwarder implements SampleForwarder {
     this.outcomes = new OutcomeLedger(options.committer, options.log, this.timers);
   }
 
-  /** Attempts held now until answered samples' outcomes are written (see `OutcomeLedger.written`); read by the tests. */
+  /** Attempts held until answered samples' outcomes are written (`OutcomeLedger.written`); read by the tests. */
   get attemptsHeld(): number {
     return this.outcomes.heldAttempts;
   }
@@ -228,10 +216,7 @@ export class PlannerForwarder implements SampleForwarder {
     return tokens.get(installationId.toLowerCase()) ?? defaultToken;
   }
 
-  /**
-   * Queues a batch's new samples behind those waiting; when that would break the order or the page,
-   * or the batch rewrote waiting samples, the outbox is read again instead.
-   */
+  /** Queues a batch's new samples, or marks the outbox for a read when that would break the order or the page. */
   private take(installation: Installation, { added, rewritten }: OutboxChange): void {
     if (rewritten) installation.rewrites += 1;
     if (installation.reread) return;
@@ -243,6 +228,7 @@ export class PlannerForwarder implements SampleForwarder {
     else queue.push(...added);
   }
 
+  /** Starts an installation's loop, with the backoff it left off with. */
   private startLoop(id: string, token: string): Installation {
     const installation: Installation = {
       id,
@@ -263,6 +249,7 @@ export class PlannerForwarder implements SampleForwarder {
     return installation;
   }
 
+  /** The loop: sends the installation's samples until its outbox is empty, shutdown, or a failure. */
   private async drain(installation: Installation): Promise<void> {
     // The first read happens after the ingest request that woke us has been answered.
     await new Promise((resolve) => setImmediate(resolve));
@@ -301,6 +288,7 @@ export class PlannerForwarder implements SampleForwarder {
     return installation.reread || (installation.queue.length === 0 && installation.more);
   }
 
+  /** Refills the queue with the outbox's next page, oldest first. */
   private readOutbox(installation: Installation): void {
     const page = this.readPendingPage(installation.id, limits.plannerQueueSamples);
     this.stats.outboxReads += 1;
@@ -348,6 +336,7 @@ export class PlannerForwarder implements SampleForwarder {
           );
           if (attempt >= limits.plannerAttempts) return this.giveUp(installation, sample, delivery.reason, attempt);
           this.stats.retried += 1;
+          countFailure(this.failures.retried, delivery.reason);
           this.options.log.warn('planner.retry', { installation: installation.id, ...delivery.reason, attempt });
       }
     }
@@ -357,8 +346,7 @@ export class PlannerForwarder implements SampleForwarder {
   private async attempt(installation: Installation, outgoing: Outgoing): Promise<Delivery | { kind: 'withdrawn' }> {
     await this.slots.acquire();
     try {
-      // Checked once the slot is held, and again after the wait for the disk in `stillWaiting`: an outcome
-      // whose write failed while this attempt waited holds it too.
+      // Again after `stillWaiting`'s wait for the disk: an outcome write that failed meanwhile holds this attempt too.
       do {
         await this.outcomes.written();
         if (!(await this.stillWaiting(installation, outgoing))) return { kind: 'withdrawn' };
@@ -371,10 +359,7 @@ export class PlannerForwarder implements SampleForwarder {
     }
   }
 
-  /**
-   * Whether the sample still waits in the outbox (not withdrawn by a batch's `plannerSentUtc`); while a
-   * batch may have changed it since its body was made, it is read again and its body made anew.
-   */
+  /** Whether the sample still waits in the outbox; rereads it, and makes its body anew, when a batch changed it. */
   private async stillWaiting(installation: Installation, outgoing: Outgoing): Promise<boolean> {
     while (outgoing.rewritesSeen !== installation.rewrites) {
       outgoing.rewritesSeen = installation.rewrites;
@@ -387,6 +372,7 @@ export class PlannerForwarder implements SampleForwarder {
     return true;
   }
 
+  /** The form body of one sample: key, token and the sample as `tlm`. */
   private bodyOf(installation: Installation, sample: SampleRow): string {
     return formBody({ apiKey: this.options.config.apiKey!, token: installation.token }, sample);
   }
@@ -425,10 +411,12 @@ export class PlannerForwarder implements SampleForwarder {
     });
   }
 
+  /** Logs and records a sample given up; true, as the loop goes on with the next one. */
   private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
     await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.givenUp, at: this.now() });
     this.stats.givenUp += 1;
+    countFailure(this.failures.givenUp, reason);
     return true;
   }
 
@@ -472,4 +460,9 @@ class Slots {
     if (next) next();
     else this.free += 1;
   }
+}
+
+function countFailure(counts: Map<string, number>, reason: FailureReason): void {
+  const label = 'status' in reason ? `http_${reason.status}` : reason.error;
+  counts.set(label, (counts.get(label) ?? 0) + 1);
 }

@@ -30,6 +30,12 @@ export function waitingSampleReader(db: Database): (installationId: string, utc:
   return (installationId, utc) => (query.values(installationId, utc)[0] as SampleRow | undefined) ?? null;
 }
 
+/** Counts the samples waiting for the planner, over the partial index (the metrics' gauge). */
+export function waitingSamplesCounter(db: Database): () => number {
+  const query = db.query<{ n: number }, []>(`SELECT count(*) AS n FROM samples WHERE ${PENDING}`);
+  return () => query.get()!.n;
+}
+
 /** Installations with samples still waiting: the start-up scan. */
 export function installationsWithPending(db: Database): string[] {
   return db

@@ -15,24 +15,30 @@ export interface RelayParams {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The parameters of the body (JSON when its media type says so, a form otherwise), the query's where the body has none. */
+/**
+ * The request's parameters: the query's token if it has one, else the body's (JSON when its media type
+ * says so, a form otherwise); the body's `tlm`, else the query's.
+ */
 export function relayParams(query: URLSearchParams, contentType: string | null, body: Uint8Array): RelayParams {
   const fromBody = bodyParams(contentType, body);
   return {
-    token: stringOrNull(fromBody.token) ?? query.get('token'),
+    token: queryToken(query) ?? stringOrNull(fromBody.token),
     tlm: fromBody.tlm ?? query.get('tlm'),
   };
 }
 
+export const queryToken = (query: URLSearchParams) => stringOrNull(query.get('token'));
+
 function bodyParams(contentType: string | null, body: Uint8Array): Record<string, unknown> {
   if (body.byteLength === 0) return {};
+  const json = isJson(contentType);
   let text: string;
   try {
     text = utf8.decode(body);
   } catch {
-    throw badRequest(messages.bodyNotJson);
+    throw badRequest(json ? messages.bodyNotJson : messages.bodyNotUtf8);
   }
-  if (!isJson(contentType)) return Object.fromEntries(new URLSearchParams(text));
+  if (!json) return Object.fromEntries(new URLSearchParams(text));
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -6,10 +6,10 @@ import type { Authenticator, DeviceCaller } from '../http/auth.ts';
 import { readBody, type BodyBounds } from '../http/body.ts';
 import { badRequest, HttpError, messages } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
-import { validateBatch } from '../telemetry/model.ts';
+import { onlyUtc, validateBatch } from '../telemetry/model.ts';
 import { logDropped } from '../telemetry/routes.ts';
 import type { Telemetry } from '../telemetry/samples.ts';
-import { lenientSample, relayParams, tlmObject } from './model.ts';
+import { lenientSample, queryToken, relayParams, tlmObject } from './model.ts';
 
 export interface RelayDeps {
   auth: Authenticator;
@@ -31,21 +31,26 @@ export class Relay {
     this.strangerBounds = { ...deps.bodyBounds, drain: 0 };
   }
 
-  /** Stores the request's sample; resolves once committed, or throws the 400 or 401 to answer. */
+  /**
+   * Stores the request's sample; resolves once committed (at once for a sample of only `utc`: nothing to
+   * store or forward), or throws the 400 or 401 to answer.
+   */
   async send(request: Request): Promise<void> {
     const { auth, bodyBounds, telemetry, log, now } = this.deps;
     const query = new URL(request.url).searchParams;
-    const queryToken = query.get('token');
-    // A token in the query is checked first, as the ingest endpoints check theirs before the body.
-    const queryCaller = queryToken ? this.device(queryToken) : null;
+    const fromQuery = queryToken(query);
+    // The query's token wins, checked before the body is read, as the ingest endpoints check theirs.
+    const queryCaller = fromQuery ? this.device(fromQuery) : null;
     const body = await readBody(request, queryCaller ? bodyBounds : this.strangerBounds);
     const params = relayParams(query, request.headers.get('content-type'), body);
-    const caller = params.token === queryToken && queryCaller ? queryCaller : this.device(params.token);
+    const caller = queryCaller ?? this.device(params.token);
     const sample = lenientSample(tlmObject(params.tlm));
     const batch = validateBatch({ installationId: caller.installationId, samples: [sample] }, now());
+    // The car app sends {"utc":N} when it has nothing else, so that the planner sees the car online.
+    if (onlyUtc(batch)) return;
     if (batch.rows.length === 0) throw badRequest(batch.dropped.map(asTlmPath).join('; '));
     await telemetry.store(batch);
-    logDropped(log, batch);
+    logDropped(log, batch, asTlmPath);
   }
 
   private device(token: string | null): DeviceCaller {

@@ -28,7 +28,7 @@ const coordinate = (min: number, max: number, pairedWith: string): SampleField =
 });
 const flag: SampleField = { kind: 'flag' };
 
-/** Every optional sample field, in the order of the contract's table. `utc` is handled apart. */
+/** Every optional sample field, in the order of the documented field table. `utc` is handled apart. */
 export const sampleFields = {
   soc: number(0, 100, '%'),
   soh: number(0, 100, '%'),

@@ -1,7 +1,6 @@
 /**
- * The planner forwarder as telemetry sees it. The samples table is the forwarder's outbox: the write
- * marks new samples pending, and `stored` tells the forwarder what that changed, so that it can queue
- * the new samples without reading them back.
+ * The planner forwarder as telemetry sees it: the write marks new samples pending in the samples table
+ * (the outbox), and `stored` reports them so the forwarder queues them without reading them back.
  */
 import type { SampleRow } from './model.ts';
 
@@ -9,14 +8,11 @@ import type { SampleRow } from './model.ts';
 export interface OutboxChange {
   /** The samples this batch made pending (rows it inserted), oldest first. */
   added: SampleRow[];
-  /**
-   * Samples already waiting were sent again (their values replaced, and those at or before
-   * `plannerSentUtc` no longer waiting), or the one at `plannerSentUtc` no longer waits though the
-   * batch did not repeat it. What the forwarder holds of them is stale.
-   */
+  /** Whether the batch changed or withdrew samples already waiting: the forwarder's copies of them are stale. */
   rewritten: boolean;
 }
 
+/** The forwarder's side of the hand-off, injected into the telemetry store. */
 export interface SampleForwarder {
   /** Whether this installation's samples go to the planner; decides whether new samples become pending. */
   forwards(installationId: string): boolean;

@@ -1,6 +1,6 @@
 /**
- * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping
- * of the contract, with its counting and wording. Pure: the same body and clock give the same batch.
+ * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping,
+ * with its counting and wording (docs/api.md, Dropped values). Pure: the same body and clock give the same batch.
  */
 import { limits } from '../limits.ts';
 import { array, invalid, uuid } from '../http/validate.ts';
@@ -19,10 +19,12 @@ export interface Batch {
   droppedCount: number;
   /** The first `limits.droppedListed` descriptions of dropped values, in examination order. */
   dropped: string[];
+  /** Every drop counted by its kind (a metric's label), or null when nothing was dropped. */
+  droppedReasons: Map<DropReason, number> | null;
 }
 
 /**
- * The seed's 64-bit integer: a Kotlin `Long.MAX_VALUE` ("all sent") parses to 2^63. Past 2^53 the value is
+ * A 64-bit integer: a Kotlin `Long.MAX_VALUE` ("all sent") parses to 2^63. Past 2^53 the value is
  * no longer exact, which no comparison with a `utc` (at most now + 300 s) can notice.
  */
 const PLANNER_SENT_UTC_MAX = 2 ** 63;
@@ -69,13 +71,55 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
 
   let droppedCount = 0;
   const dropped: string[] = [];
+  let droppedReasons: Map<DropReason, number> | null = null;
   for (const sampleNotes of notes) {
     if (sampleNotes === undefined) continue;
     droppedCount += sampleNotes.length;
     dropped.push(...sampleNotes.slice(0, limits.droppedListed - dropped.length));
+    droppedReasons ??= new Map();
+    for (const note of sampleNotes) {
+      const reason = dropReason(note);
+      droppedReasons.set(reason, (droppedReasons.get(reason) ?? 0) + 1);
+    }
   }
-  return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped };
+  return { installationId, plannerSentUtc: plannerSentUtc as number, rows, droppedCount, dropped, droppedReasons };
 }
+
+export type DropReason =
+  | 'not_an_object'
+  | 'utc'
+  | 'unknown_field'
+  | 'out_of_range'
+  | 'unpaired'
+  | 'no_usable_values'
+  | 'duplicate_utc'
+  | 'invalid_value';
+
+/**
+ * The kind of a drop, read from its note (worded in this file): a sample's own notes begin `samples[i]: `,
+ * and a quoted value never ends a note, so the ends below are ours.
+ */
+function dropReason(note: string): DropReason {
+  if (/^samples\[\d+\]: utc /.test(note)) return 'utc';
+  if (note.endsWith(': not an object')) return 'not_an_object';
+  if (isUnknownFieldNote(note)) return 'unknown_field';
+  if (note.endsWith(NO_USABLE_VALUES)) return 'no_usable_values';
+  if (note.endsWith(': a later sample has the same utc')) return 'duplicate_utc';
+  if (/ is out of range \S+$/.test(note)) return 'out_of_range';
+  if (/: unusable without \w+$/.test(note)) return 'unpaired';
+  return 'invalid_value';
+}
+
+/** How a note about an unknown field ends: the note names the key, which may hold anything the client sent. */
+const UNKNOWN_FIELD = ': unknown field';
+
+export const isUnknownFieldNote = (note: string) => note.endsWith(UNKNOWN_FIELD);
+
+/** How the note of a sample with a usable `utc` and nothing else usable ends. */
+const NO_USABLE_VALUES = ': no usable values';
+
+/** A sample holding a usable `utc` and no other value, none refused either (null values aside). */
+export const onlyUtc = ({ droppedCount, dropped }: Batch) => droppedCount === 1 && dropped[0]!.endsWith(NO_USABLE_VALUES);
 
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
 function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
@@ -97,7 +141,7 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     if (key === 'utc' || value === null) continue;
     const known = fieldsByName.get(key);
     if (known === undefined) {
-      notes.push(`${path}${keyPath(key)}: unknown field`);
+      notes.push(`${path}${keyPath(key)}${UNKNOWN_FIELD}`);
       continue;
     }
     const { column, field } = known;
@@ -111,7 +155,7 @@ function examineSample(sample: unknown, path: string, latestUtc: number, notes: 
     }
   }
   if (usable === 0) {
-    notes.push(`${path}: no usable values`);
+    notes.push(`${path}${NO_USABLE_VALUES}`);
     return null;
   }
   return row;

@@ -4,7 +4,7 @@ import type { Authenticator } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { ownedBody } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
-import { validateBatch, type Batch } from './model.ts';
+import { isUnknownFieldNote, validateBatch, type Batch } from './model.ts';
 import type { Telemetry } from './samples.ts';
 
 export interface TelemetryDeps {
@@ -28,9 +28,17 @@ export function telemetryRoutes({ auth, bodyBounds, telemetry, log, now }: Telem
   );
 }
 
-/** One line for a batch with dropped values; descriptions never hold a coordinate, so they may be logged. */
-export function logDropped(log: Logger, { installationId, droppedCount, dropped }: Batch): void {
-  if (droppedCount > 0) {
-    log.info('telemetry.dropped', { installation: installationId, count: droppedCount, first: JSON.stringify(dropped) });
-  }
+/**
+ * One line for a batch with dropped values, each description as `describe` words it. Descriptions never
+ * hold a coordinate, so they may be logged; those of unknown fields name a key the client chose (a token
+ * sent as a key would land in the log), so they are only counted.
+ */
+export function logDropped(log: Logger, batch: Batch, describe = (note: string) => note): void {
+  if (batch.droppedCount === 0) return;
+  log.info('telemetry.dropped', {
+    installation: batch.installationId,
+    count: batch.droppedCount,
+    unknownFields: batch.droppedReasons?.get('unknown_field') ?? 0,
+    first: JSON.stringify(batch.dropped.filter((note) => !isUnknownFieldNote(note)).map(describe)),
+  });
 }

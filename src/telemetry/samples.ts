@@ -1,10 +1,14 @@
 /** The telemetry feature's state: storing a batch's samples, then telling the forwarder what changed. */
 import type { Committer } from '../db/committer.ts';
 import type { SampleForwarder } from './forwarder.ts';
-import type { Batch } from './model.ts';
+import type { Batch, DropReason } from './model.ts';
 import { sampleWrite } from './store.ts';
 
 export class Telemetry {
+  /** Samples stored, and values dropped by kind, since the start (the metrics read them). */
+  samplesStored = 0;
+  readonly valuesDropped = new Map<DropReason, number>();
+
   constructor(
     private readonly committer: Committer,
     private readonly forwarder: SampleForwarder,
@@ -12,10 +16,17 @@ export class Telemetry {
   ) {}
 
   /** Stores the usable samples as one write; the forwarder learns of the samples this write made waiting, and whether it rewrote waiting ones. */
-  async store({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
-    if (rows.length === 0) return;
+  async store(batch: Batch): Promise<void> {
+    if (batch.rows.length > 0) await this.storeRows(batch);
+    for (const [reason, count] of batch.droppedReasons ?? []) {
+      this.valuesDropped.set(reason, (this.valuesDropped.get(reason) ?? 0) + count);
+    }
+  }
+
+  private async storeRows({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
     const forward = this.forwarder.forwards(installationId);
     const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows, this.now()));
     if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
+    this.samplesStored += rows.length;
   }
 }

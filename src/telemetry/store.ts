@@ -7,18 +7,10 @@ import { sampleFieldNames, sampleFields } from './fields.ts';
 import type { SampleRow } from './model.ts';
 import { PlannerState } from './schema.ts';
 
-/**
- * A batch's write as it travels to the writer: the installation id, one buffer and the texts (null
- * when the batch has none), because `postMessage` clones nested objects and typed arrays several
- * times slower than a plain `ArrayBuffer`.
- */
+/** A batch's write as it crosses to the writer: one plain `ArrayBuffer`, which `postMessage` clones fastest. */
 export interface SampleWrite {
   installationId: string;
-  /**
-   * Float64 values: `plannerSentUtc`, whether the planner takes this installation's samples (1 or 0:
-   * new samples after `plannerSentUtc` become pending), then row by row every numeric column (utc,
-   * numbers, flags) with NaN for absent.
-   */
+  /** Float64 values: `plannerSentUtc`, forwarding (1 or 0), then row by row every numeric column, NaN for absent. */
   packed: ArrayBuffer;
   /** Row by row, the text columns; null when the batch has no text value at all. */
   texts: (string | null)[] | null;
@@ -103,10 +95,8 @@ export interface StoredSamples {
 }
 
 /**
- * Stores a batch's usable samples (all or none, as one write). Answers which rows it made pending
- * (only rows it inserted: a copy of a sample stored before keeps that one's state) and whether it
- * rewrote or withdrew waiting ones, so the forwarder learns what changed without reading the outbox.
- * New samples go in many rows per statement; the rows of a statement that meets a stored one, one by one.
+ * The write of a batch's usable samples, all or none; answers what it changed in the outbox, so the
+ * forwarder need not read it back. Only inserted rows become pending: a re-sent sample keeps its state.
  */
 const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const stored: StoredSamples = { added: [], rewritten: false };
@@ -128,10 +118,7 @@ function noteLatest(db: Database, installation: number, batch: SampleBatch, rece
   ).run(newest, receivedAt, installation);
 }
 
-/**
- * The car says the planner accepted the sample at `plannerSentUtc`: one still waiting from an earlier
- * batch stops waiting, though this batch does not repeat it. Answers whether one did.
- */
+/** Withdraws the waiting sample at `plannerSentUtc`, which the car says the planner has; answers whether one was. */
 function withdrawSentByCar(db: Database, installation: number, { forward, plannerSentUtc }: SampleBatch): boolean {
   if (!forward || plannerSentUtc === 0) return false;
   return db.query(WITHDRAW_SAMPLE).run(installation, plannerSentUtc).changes > 0;
@@ -141,9 +128,8 @@ function withdrawSentByCar(db: Database, installation: number, { forward, planne
 const waitsForPlanner = ({ forward, plannerSentUtc }: SampleBatch, utc: number) => forward && utc > plannerSentUtc;
 
 /**
- * Inserts the batch's rows in order, up to `limits.samplesPerInsert` per statement, binding only the
- * columns some row has a value for (binding a parameter costs about as much as SQLite's own work on
- * it). A statement that meets a stored sample is undone by SQLite alone; its rows then go one by one.
+ * Inserts the batch's rows, many per statement, binding only the columns in use (a bound parameter costs
+ * about what SQLite's own work does). A statement that meets a stored sample is undone; its rows go one by one.
  */
 function insertSamples(db: Database, installation: number, batch: SampleBatch, stored: StoredSamples): void {
   const columns = columnsWithValues(batch);
@@ -165,10 +151,7 @@ function insertSamples(db: Database, installation: number, batch: SampleBatch, s
 
 const utcOf = ({ numbers }: SampleBatch, row: number) => numbers[row * numericColumns.length]!;
 
-/**
- * Rows in the next statement: all that are left when few, else a power of two, so that a small batch
- * takes one statement and few statements serve every batch size.
- */
+/** Rows in the next statement: all that are left when few, else a power of two, so few statements serve all sizes. */
 function insertSize(left: number): number {
   if (left <= limits.samplesPerExactInsert) return left;
   return Math.min(limits.samplesPerInsert, 2 ** Math.floor(Math.log2(left)));
@@ -206,7 +189,7 @@ function sourceOf(position: number): Source {
 /** The sources of every field column, in order: the one-by-one path binds them all. */
 const everyField: Source[] = allFields.map(sourceOf);
 
-/** The parameters of `count` rows from `from`: per row the installation, utc, the `sources`' values and the planner state. */
+/** The parameters of `count` rows from `from`: per row installation, utc, the `sources`' values, planner state. */
 function rowValues(installation: number, batch: SampleBatch, sources: Source[], from: number, count: number): (number | string | null)[] {
   const { numbers, texts } = batch;
   const values: (number | string | null)[] = [];
@@ -233,10 +216,8 @@ function isKeyConflict(error: unknown): boolean {
 }
 
 /**
- * Multi-row inserts of the connection, by columns and row count. The columns come from the cars, so the
- * least recently used are finalized once the kept statements' size passes `limits.sampleInsertSize`:
- * their parameters, plus 100 a statement for its fixed part (measured: ~150 bytes a parameter and
- * ~15 KiB a statement). Room for five to nine column sets (all 28 fields to about 12) at every count up to 16.
+ * The connection's prepared multi-row inserts, by columns and row count. The cars choose the columns, so
+ * the least recently used are finalized past `limits.sampleInsertSize` (~150 bytes a parameter, measured).
  */
 class InsertStatements {
   private readonly statements = new Map<string, { statement: Statement; size: number }>();
@@ -283,7 +264,7 @@ function insertSql(columns: number[], count: number): string {
   return `INSERT INTO samples (${names.join(', ')}) VALUES ${new Array(count).fill(row).join(', ')}`;
 }
 
-/** Rows `from` to `to` (excluded), one statement each: a sample stored before is replaced, keeping its planner state. */
+/** Rows `from` to `to` (excluded), one statement each: a stored sample is replaced, keeping its planner state. */
 function storeOneByOne(db: Database, installation: number, batch: SampleBatch, from: number, to: number, stored: StoredSamples): void {
   const insert = db.query(INSERT_SAMPLE);
   for (let r = from; r < to; r++) {

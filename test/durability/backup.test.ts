@@ -110,7 +110,7 @@ test('a backup put in place beside the replaced database\'s -wal refuses the sta
 
   const refusal =
     `DATABASE_PATH ${path} cannot be used: ${path}-wal (${walBytes} bytes) belongs to another database: this file is not in WAL mode ` +
-    `(a backup put in place?), and SQLite would take that -wal's writes into it; move ${path}-wal and its -shm away first (README: Backup and restore)`;
+    `(a backup put in place?), and SQLite would take that -wal's writes into it; move ${path}-wal and its -shm away first (docs/operations.md: Backup and restore)`;
   expect((await refusedStart(testConfig(dir))).message).toBe(refusal);
   // A backup of it would take them in for good, as a start would.
   expect(await runBackup(path, join(dir, 'saved.db'))).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${refusal}\n` });

@@ -86,7 +86,7 @@ const rawBody = fc.oneof(
   deepNesting,
   fc.uint8Array({ maxLength: 200 }), // invalid UTF-8, NUL bytes
   fc.string({ maxLength: 200, unit: 'binary' }),
-  fc.constantFrom('{"__proto__":{"installationId":"x"}}', '{"installationId":"' + INSTALLATION + '","samples":[{"utc":1e400}]}', ''),
+  fc.constantFrom('{"__proto__":{"installationId":"x"}}', `{"installationId":"${INSTALLATION}","samples":[{"utc":1e400}]}`, ''),
 );
 
 const pathId = fc.oneof(
@@ -95,7 +95,7 @@ const pathId = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9._-]{1,70}$/),
 );
 
-const query = fc.oneof(fc.constant(''), fc.string({ maxLength: 60 }).map((text) => `?${encodeURIComponent(text)}`), fc.constant('?code=%00&code=' + 'x'.repeat(5000)));
+const query = fc.oneof(fc.constant(''), fc.string({ maxLength: 60 }).map((text) => `?${encodeURIComponent(text)}`), fc.constant(`?code=%00&code=${'x'.repeat(5000)}`));
 
 const headers = fc.record(
   {

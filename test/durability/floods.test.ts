@@ -92,6 +92,7 @@ test('a 2 MiB upload with a wrong token: the car reads its 401 and the connectio
     token: 'revoked-token-0123456789abcdef',
     bytes: 2 * 1024 * 1024,
     framing: 'length',
+    // biome-ignore lint/suspicious/noThenProperty: the request the connection sends after its 401, not a thenable.
     then: 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
   });
   expect({ error, timedOut }).toEqual({ error: null, timedOut: false });

@@ -1,0 +1,156 @@
+/**
+ * The hidden cost of the defences against strangers (the client address of every request, no-store on
+ * every API answer): POST /v1/telemetry in 10-sample batches against the binary of a base revision
+ * (`main` by default) and of this checkout, alternating in one run, pairing on in both.
+ * Run: `bun bench/strangers.ts` (or `bun run bench`).
+ *
+ * Then, steadier on a shared machine, the added work alone in-process: a request recorded with its peer
+ * and passed through an app with the no-store hook, against a bare app, alternating.
+ *
+ * Environment: BENCH_BASE (git revision measured against, default main), BENCH_SECONDS (per wrk run,
+ * default 8), BENCH_ROUNDS (runs of each side, default 5). Raw figures go to bench/results/strangers-<time>.json.
+ */
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Elysia } from 'elysia';
+import { recordPeer } from '../src/http/client-address.ts';
+import { pathOf } from '../src/http/on-error.ts';
+import { startBinary } from '../test/binary.ts';
+import {
+  benchDir,
+  BINARY,
+  buildBinary,
+  knob,
+  LUA_AUTHORIZATION,
+  median,
+  medianRun,
+  alternate,
+  ROOT,
+  TOKEN,
+  wrk,
+  type LoadResult,
+} from './lib.ts';
+
+const BASE = process.env.BENCH_BASE ?? 'main';
+const SECONDS = knob('BENCH_SECONDS', 8);
+const ROUNDS = knob('BENCH_ROUNDS', 5);
+const BATCH_SIZE = 10;
+const CONNECTIONS = 32;
+const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'telemetry.lua')).text());
+
+/** The binary of `revision`, built in a folder of its own from `git archive` (this checkout's node_modules lent). */
+async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
+  const dir = benchDir();
+  const archive = Bun.spawn(['sh', '-c', `git archive ${revision} | tar -x -C ${dir}`], {
+    cwd: ROOT,
+    stderr: 'inherit',
+  });
+  if ((await archive.exited) !== 0) throw new Error(`git archive ${revision} failed`);
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  const build = Bun.spawn(['bun', 'run', 'build'], { cwd: dir, stdout: 'ignore', stderr: 'inherit' });
+  if ((await build.exited) !== 0) throw new Error(`bun run build of ${revision} failed`);
+  return { binary: join(dir, 'dist', 'ev-ingest'), dir };
+}
+
+async function startSide(binary: string) {
+  const dir = benchDir();
+  const env = { INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'bench-approval-password', DATABASE_PATH: join(dir, 'ev.db') };
+  return { running: await startBinary(binary, env, dir), dir };
+}
+
+let runId = 0;
+async function load(url: URL): Promise<LoadResult> {
+  runId += 1;
+  const result = await wrk(new URL('/v1/telemetry', url), {
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    script: SCRIPT,
+    args: [String(BATCH_SIZE), String(runId)],
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    console.log(`  warning: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
+  return result;
+}
+
+const IN_PROCESS_REQUESTS = 200_000;
+
+/** Microseconds per request through `app.handle`, the peer recorded first when `withPeer`. */
+async function perRequestMicros(app: Pick<Elysia, 'handle'>, withPeer: boolean): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < IN_PROCESS_REQUESTS; i += 1) {
+    const request = new Request('http://localhost/v1/telemetry', { method: 'POST' });
+    await app.handle(withPeer ? recordPeer(request, '127.0.0.1') : request);
+  }
+  return ((performance.now() - started) / IN_PROCESS_REQUESTS) * 1000;
+}
+
+/** The added work per request: the peer recorded and the no-store hook (as src/app.ts has it) against neither. */
+async function addedWork(): Promise<void> {
+  const answer = () => new Response(null, { status: 204 });
+  const bare = new Elysia().post('/v1/telemetry', answer);
+  const hooked = new Elysia()
+    .onRequest(
+      ({ request, set }) =>
+        void (pathOf(request.url).startsWith('/v1/') && (set.headers['cache-control'] = 'no-store')),
+    )
+    .post('/v1/telemetry', answer);
+  await perRequestMicros(bare, false); // warm-up
+  await perRequestMicros(hooked, true);
+  const [bareRuns, hookedRuns] = await alternate(
+    ROUNDS,
+    () => perRequestMicros(bare, false),
+    () => perRequestMicros(hooked, true),
+  );
+  const added = median(hookedRuns.map((micros, round) => micros - bareRuns[round]!));
+  console.log(
+    `in-process: bare ${median(bareRuns).toFixed(2)} µs a request, with peer and hook ${median(hookedRuns).toFixed(2)} µs: ` +
+      `${added.toFixed(2)} µs added (server.requestIP itself not included)`,
+  );
+}
+
+if (import.meta.main) {
+  await buildBinary();
+  const base = await buildRevision(BASE);
+  const before = await startSide(base.binary);
+  const after = await startSide(BINARY);
+  console.log(
+    `# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
+  );
+  try {
+    const [baseRuns, ourRuns] = await alternate(
+      ROUNDS,
+      () => load(before.running.url),
+      () => load(after.running.url),
+    );
+    const ratios = ourRuns.map((run, round) => run.requestsPerSecond / baseRuns[round]!.requestsPerSecond);
+    const line = (name: string, runs: LoadResult[]) => {
+      const { p50Ms, p99Ms } = medianRun(runs);
+      const rates = runs.map((run) => Math.round(run.requestsPerSecond)).join(', ');
+      console.log(
+        `${name.padEnd(10)} median ${Math.round(median(runs.map((run) => run.requestsPerSecond)))} batches/s (${rates}); p50 ${p50Ms} ms, p99 ${p99Ms} ms`,
+      );
+    };
+    line(BASE, baseRuns);
+    line('this', ourRuns);
+    const ratio = median(ratios);
+    console.log(
+      `this vs ${BASE}: ${(ratio * 100).toFixed(1)} % (each round: ${ratios.map((value) => (value * 100).toFixed(1)).join(', ')})`,
+    );
+    mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
+    const resultPath = join(
+      import.meta.dir,
+      'results',
+      `strangers-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+    );
+    writeFileSync(
+      resultPath,
+      JSON.stringify({ base: BASE, seconds: SECONDS, rounds: ROUNDS, ratio, ratios, baseRuns, ourRuns }, null, 2),
+    );
+    console.log(`raw figures: ${resultPath}`);
+    await addedWork();
+  } finally {
+    await before.running.stop();
+    await after.running.stop();
+    for (const dir of [before.dir, after.dir, base.dir]) rmSync(dir, { recursive: true, force: true });
+  }
+}
