@@ -28,7 +28,7 @@ export function benchDir(): string {
 /** Builds the binary from the current sources, so the figures are of this checkout (once per `bun run bench`). */
 export async function buildBinary(): Promise<void> {
   if (process.env.BENCH_BUILT === '1') return;
-  const build = Bun.spawn(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'ignore', stderr: 'inherit' });
+  const build = Bun.spawn([process.execPath, 'run', 'build'], { cwd: ROOT, stdout: 'ignore', stderr: 'inherit' });
   if ((await build.exited) !== 0) throw new Error('bun run build failed');
 }
 
@@ -68,7 +68,7 @@ export interface Baseline {
  */
 export async function startBaseline(databasePath?: string): Promise<Baseline> {
   const args = databasePath ? [databasePath] : [];
-  const child = Bun.spawn(['bun', join(import.meta.dir, 'baseline-server.ts'), ...args], { stdout: 'pipe', stderr: 'inherit' });
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'baseline-server.ts'), ...args], { stdout: 'pipe', stderr: 'inherit' });
   const reader = child.stdout.getReader();
   let text = '';
   while (!/address=(\S+)/.test(text)) {

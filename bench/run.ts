@@ -11,7 +11,7 @@ await buildBinary();
 let failed = 0;
 for (const name of BENCHMARKS) {
   console.log(`\n=== ${name} ===`);
-  const child = Bun.spawn(['bun', join(import.meta.dir, `${name}.ts`)], {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, `${name}.ts`)], {
     env: { ...process.env, BENCH_BUILT: '1' },
     stdout: 'inherit',
     stderr: 'inherit',

@@ -64,6 +64,8 @@ export interface AppOptions {
   bodyReadMs?: number;
   /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
   readyWaitMs?: number;
+  /** How long one count of the samples waiting for the planner stands (`limits.plannerWaitingReuseMs`), for tests. */
+  plannerWaitingReuseMs?: number;
 }
 
 export function createApp({
@@ -76,6 +78,7 @@ export function createApp({
   forwarder,
   bodyReadMs = limits.bodyReadMs,
   readyWaitMs = limits.readyWaitMs,
+  plannerWaitingReuseMs = limits.plannerWaitingReuseMs,
 }: AppOptions) {
   const metrics = new Metrics();
   // Before the first write, so that the commit histograms count every group the committer does.
@@ -137,7 +140,7 @@ export function createApp({
   }
 
   const { committer } = storage;
-  const plannerWaiting = waitingSamplesCounter(storage.db);
+  const plannerWaiting = waitingSamplesCounter(storage.db, plannerWaitingReuseMs);
   metrics.readFrom({ telemetry, consumption, sessions: chargingSessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */

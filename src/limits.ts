@@ -169,6 +169,13 @@ export const limits = {
   plannerShutdownGraceMs: 5000,
   /** A write unanswered, or a writer silent, this long turns `/v1/ready` to 503 (under the healthcheck's 5 s). */
   readyWaitMs: 3000,
+  /** How long the writer's answer to one readiness ping stands for every check (never longer than `readyWaitMs`). */
+  readyPingReuseMs: 1000,
+  /**
+   * How long one count of the samples waiting for the planner stands for the metrics' scrapes: a count
+   * reads the whole backlog on the main thread, so scrapes more often than this share one.
+   */
+  plannerWaitingReuseMs: 5000,
   /** How long `ev-ingest healthcheck` waits for the whole 200. */
   healthcheckMs: 5000,
 } as const;

@@ -6,6 +6,7 @@ import { ConfigError, type Config } from './config.ts';
 import { warnAboutExposure } from './exposure.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
+import { holdOpenWhileDraining } from './http/body.ts';
 import { recordPeer } from './http/client-address.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
@@ -29,11 +30,11 @@ export interface Running {
 
 /**
  * Starts the service; `timeouts` (the waits for slow and silent clients) go to the routes and the
- * listener alike. `syncFile` is the storage's fault seam and `readyWaitMs` the readiness's wait, for tests
- * of a listening server.
+ * listener alike. `syncFile` is the storage's fault seam, `readyWaitMs` the readiness's wait and
+ * `plannerWaitingReuseMs` how long the waiting gauge's count stands, for tests of a listening server.
  */
 export async function serve(
-  config: Config & Pick<StorageOptions, 'syncFile'> & Pick<AppOptions, 'readyWaitMs'>,
+  config: Config & Pick<StorageOptions, 'syncFile'> & Pick<AppOptions, 'readyWaitMs' | 'plannerWaitingReuseMs'>,
   log: Logger,
   timeouts: ClientTimeouts = limits,
 ): Promise<Running> {
@@ -45,8 +46,10 @@ export async function serve(
     };
   });
   const { bodyReadMs } = timeouts;
-  const { readyWaitMs } = config;
-  const service = await withStorage(storage, () => createApp({ config, storage, log, bodyReadMs, readyWaitMs }));
+  const { readyWaitMs, plannerWaitingReuseMs } = config;
+  const service = await withStorage(storage, () =>
+    createApp({ config, storage, log, bodyReadMs, readyWaitMs, plannerWaitingReuseMs }),
+  );
   await service.ready;
   service.devices.watch();
   service.purges.watch();
@@ -257,7 +260,11 @@ export function listen(
           request = new Request(new URL(request.url, server.url).href, request);
         }
         const response = handle(recordPeer(request, server.requestIP(request)?.address));
-        return response instanceof Promise ? response.then(logged, failed) : logged(response);
+        const answered = (response: Response) => {
+          const held = holdOpenWhileDraining(request, response);
+          return held instanceof Promise ? held.then(logged, failed) : logged(held);
+        };
+        return response instanceof Promise ? response.then(answered, failed) : answered(response);
       } catch (error) {
         return failed(error);
       }

@@ -9,7 +9,7 @@ let built: Promise<string> | null = null;
 /** Builds `dist/ev-ingest` with the project's build script and copies it alone into a fresh folder. */
 export function compiledBinary(): Promise<string> {
   built ??= (async () => {
-    const build = Bun.spawn(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
+    const build = Bun.spawn([process.execPath, 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
     if ((await build.exited) !== 0) throw new Error(`build failed: ${await new Response(build.stderr).text()}`);
     const binary = join(tempDir('ev-ingest-bin-'), 'ev-ingest');
     copyFileSync(join(ROOT, 'dist', 'ev-ingest'), binary);

@@ -49,7 +49,7 @@ beforeAll(async () => {
     metricsListen: { host: '127.0.0.1', port: 0 },
     planner: { url: planner.url, apiKey: 'planner-key-not-for-labels', defaultToken: PLANNER_TOKEN, tokens: new Map() },
   });
-  running = await serve(config, createMemoryLogger());
+  running = await serve({ ...config, plannerWaitingReuseMs: 0 }, createMemoryLogger());
 });
 
 afterAll(async () => {
@@ -139,13 +139,13 @@ describe('a day of traffic', () => {
     ).toBe(2);
   });
 
+  // Their exact movement against the writes driven: metrics-commits.test.ts.
   test('commit groups and WAL syncs as the committer counted them', () => {
     const { groups, writes, syncs } = running.storage.committer.stats;
     expect(after.series.get('ev_ingest_commit_groups_total')).toBe(groups);
     expect(after.series.get('ev_ingest_commit_group_writes_count')).toBe(groups);
     expect(after.series.get('ev_ingest_commit_group_writes_sum')).toBe(writes);
     expect(after.series.get('ev_ingest_wal_sync_duration_seconds_count')).toBe(syncs);
-    expect(moved('ev_ingest_commit_groups_total')).toBeGreaterThanOrEqual(4); // samples, two chunks, a session at least
   });
 
   test('build and process figures', () => {

@@ -1,7 +1,7 @@
 /**
- * The routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`) on a real socket: a body over the 4 KiB
- * cap is answered with the readable 400 after at most 1 MiB or 2 s of draining, then the connection is
- * closed, cutting off whatever is still coming; memory stays bounded.
+ * The routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form) on a real socket: a body
+ * over the 4 KiB cap is answered with the readable 400 at once; the answer ends and the connection closes
+ * after at most 1 MiB or 2 s of draining, cutting off whatever is still coming; memory stays bounded.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
@@ -33,8 +33,11 @@ interface Upload {
   ms: number;
 }
 
-/** Sends a 5 MB JSON body to `path` in `chunk`-byte pieces every `everyMs`, reading the answer meanwhile. */
-function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
+/**
+ * Sends a 5 MB body (JSON unless `type` says otherwise) to `path` in `chunk`-byte pieces every `everyMs`,
+ * reading the answer meanwhile.
+ */
+function upload(path: string, chunk: number, everyMs: number, type = 'application/json'): Promise<Upload> {
   return new Promise((resolve) => {
     const socket = connect(Number(server.url.port), '127.0.0.1');
     let answer = '';
@@ -49,7 +52,7 @@ function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
       resolve({ answer, sent, ms: performance.now() - began });
     });
     socket.write(
-      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: application/json\r\n` +
+      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: ${type}\r\n` +
         `Content-Length: ${BODY_BYTES}\r\n\r\n`,
     );
     const next = () => {
@@ -65,11 +68,32 @@ function upload(path: string, chunk: number, everyMs: number): Promise<Upload> {
   });
 }
 
-const TOO_LARGE = /^HTTP\/1\.1 400 [^\r]*\r\n(?:[^\r]+\r\n)*\r\n\{"error":"body is too large"\}$/;
+/** An answer as the client read it: a chunked body is decoded, and is whole only with its last chunk. */
+function parseAnswer(raw: string): { head: string; body: string; whole: boolean } {
+  const end = raw.indexOf('\r\n\r\n');
+  const head = end < 0 ? raw : raw.slice(0, end + 2);
+  let rest = end < 0 ? '' : raw.slice(end + 4);
+  if (!/\r\ntransfer-encoding: chunked\r\n/i.test(head)) return { head, body: rest, whole: end >= 0 };
+  let body = '';
+  for (;;) {
+    const line = rest.indexOf('\r\n');
+    const size = line < 0 ? NaN : Number.parseInt(rest.slice(0, line), 16);
+    if (!(size >= 0) || rest.length < line + 2 + size + 2) return { head, body, whole: false };
+    if (size === 0) return { head, body, whole: rest.slice(line) === '\r\n\r\n' };
+    body += rest.slice(line + 2, line + 2 + size);
+    rest = rest.slice(line + 2 + size + 2);
+  }
+}
+
+/** Whether the client read the 400 `body is too large` with `Connection: close`; `whole`: its framing's end too. */
+function readsTooLarge(answer: string, whole: boolean): boolean {
+  const parsed = parseAnswer(answer);
+  return (parsed.whole || !whole) && /^HTTP\/1\.1 400 /.test(parsed.head) &&
+    /\r\nconnection: close\r\n/i.test(parsed.head) && parsed.body === '{"error":"body is too large"}';
+}
 
 function expectTooLarge(answer: string): void {
-  expect(answer).toMatch(TOO_LARGE);
-  expect(answer.toLowerCase()).toContain('\r\nconnection: close\r\n');
+  expect({ answer, tooLarge: readsTooLarge(answer, true) }).toEqual({ answer, tooLarge: true });
 }
 
 test.each(['/v1/pair/start', '/v1/pair/poll'])(
@@ -83,6 +107,15 @@ test.each(['/v1/pair/start', '/v1/pair/poll'])(
   },
 );
 
+test('the approval form: a 5 MB form gets the 400 page, whole, and the connection is closed', async () => {
+  const { answer, sent } = await upload('/pair', 256 * 1024, 50, 'application/x-www-form-urlencoded');
+  const { head, body, whole } = parseAnswer(answer);
+  expect({ status: head.slice(0, 13), whole }).toEqual({ status: 'HTTP/1.1 400 ', whole: true });
+  expect(head.toLowerCase()).toContain('\r\nconnection: close\r\n');
+  expect(body).toStartWith('<!doctype html>');
+  expect(sent).toBeLessThan(3 * MIB);
+});
+
 test('a body trickling in is cut off after 2 s of draining, with the 400', async () => {
   // 16 KiB every 100 ms: 320 KiB in 2 s, far under 1 MiB.
   const { answer, sent, ms } = await upload('/v1/pair/start', 16 * 1024, 100);
@@ -92,16 +125,29 @@ test('a body trickling in is cut off after 2 s of draining, with the 400', async
   expect(sent).toBeLessThan(MIB);
 });
 
-// At full speed the client's reading of the 400 is not asserted: closing with a body still arriving makes the
-// kernel answer it with a reset, which now and then beats the 400 to the client (TCP, RFC 9293 §3.6.1).
+// At full speed the close meets body bytes still arriving and the kernel answers them with a reset
+// (RFC 9293 §3.6.1); the 400 went out at the cap, before it, but its last chunk may not (Bun frames
+// it chunked, oven-sh/bun#10507): what is asserted is that the client read the status and the message.
+test('at full speed, 99 of 100 clients sending a 5 MB body read the 400 and its message', async () => {
+  const failed: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    const { answer } = await upload(i % 2 === 0 ? '/v1/pair/start' : '/v1/pair/poll', 64 * 1024, 0);
+    if (!readsTooLarge(answer, false)) failed.push(JSON.stringify(answer.slice(0, 200)));
+  }
+  expect(failed.length, failed.join('\n')).toBeLessThanOrEqual(1);
+}, 60_000);
+
 test('memory stays bounded: twenty 5 MB bodies at full speed, four at a time, each cut off at once', async () => {
   const peak = () =>
     Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.process.pid}/status`, 'utf8'))![1]) * 1024;
   await upload('/v1/pair/start', 64 * 1024, 0); // warm
   const before = peak();
+  let answered = 0;
   for (let round = 0; round < 5; round++) {
     const uploads = await Promise.all(Array.from({ length: 4 }, () => upload('/v1/pair/poll', 64 * 1024, 0)));
     for (const { ms } of uploads) expect(ms).toBeLessThan(1500);
+    answered += uploads.filter(({ answer }) => readsTooLarge(answer, false)).length;
   }
   expect(peak() - before).toBeLessThan(32 * MIB);
+  expect(answered).toBeGreaterThanOrEqual(19);
 }, 30_000);

@@ -22,8 +22,8 @@ const CREATE_MIGRATIONS_TABLE =
 
 /**
  * Applies the migrations that this database has not seen yet, all in one transaction, and records
- * `version` as the one that migrated it; `migrations` and `version` stand in for another build's, for
- * tests that build a database of an earlier or a later schema.
+ * `version` (see recordVersion); `migrations` and `version` stand in for another build's, for tests
+ * that build a database of an earlier or a later schema.
  */
 export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS, version = VERSION): void {
   try {
@@ -33,7 +33,7 @@ export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIG
     // so a process that migrated meanwhile is seen, and its migrations are not applied again.
     db.transaction(() => {
       applyAndRecord(db, migrations);
-      recordMigratedBy(db, version);
+      recordVersion(db, version);
     }).immediate();
   } catch (error) {
     throw new StorageError(`the database could not be migrated: ${(error as Error).message}`);
@@ -70,11 +70,13 @@ export function refuseNewerDatabase(db: Database, databasePath: string): void {
 }
 
 /**
- * The version that last migrated the database, kept in SQLite's `user_version` header field as
- * major × 1,000,000 + minor × 1,000 + patch (no table: a version that does not know the schema reads it).
+ * The newest version that has migrated or served the database, kept in SQLite's `user_version` header
+ * field as major × 1,000,000 + minor × 1,000 + patch (no table: a version that does not know the schema
+ * reads it). Raised, never lowered: written only when it grows, so a start of the same version only reads it.
  */
-function recordMigratedBy(db: Database, version: string): void {
-  db.run(`PRAGMA user_version = ${versionNumber(version)}`);
+export function recordVersion(db: Database, version = VERSION): void {
+  const { user_version: recorded } = db.query<{ user_version: number }, []>('PRAGMA user_version').get()!;
+  if (recorded < versionNumber(version)) db.run(`PRAGMA user_version = ${versionNumber(version)}`);
 }
 
 function versionNumber(version: string): number {
@@ -82,7 +84,7 @@ function versionNumber(version: string): number {
   return major * 1_000_000 + minor * 1_000 + patch;
 }
 
-/** The newer version `recordMigratedBy` recorded, or null: none recorded (an older build), or none newer than this. */
+/** The newer version `recordVersion` recorded, or null: none recorded (an older build), or none newer than this. */
 function migratedBy(db: Database): string | null {
   const { user_version: number } = db.query<{ user_version: number }, []>('PRAGMA user_version').get()!;
   if (number <= versionNumber(VERSION)) return null;

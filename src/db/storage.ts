@@ -2,7 +2,7 @@
 import { SQLiteError, type Database } from 'bun:sqlite';
 import type { Config } from '../config.ts';
 import { Committer, type CommitterOptions } from './committer.ts';
-import { migrate, migrationsPending, refuseNewerDatabase } from './migrate.ts';
+import { migrate, migrationsPending, recordVersion, refuseNewerDatabase } from './migrate.ts';
 import { openDatabase, refusalOf } from './open.ts';
 import { takeServerLock, type ServerLock } from './server-lock.ts';
 
@@ -35,6 +35,8 @@ export async function openStorage(options: StorageOptions, { serverLock = false 
     if (serverLock) lock = takeServerLock(db, options.databasePath);
     else if (migrationsPending(db)) lock = takeServerLock(db, options.databasePath, 'migrating command');
     migrate(db);
+    // A release that adds no migration must still be named should a later one's database come back to it.
+    if (serverLock) recordVersion(db);
     if (!serverLock) {
       lock?.release();
       lock = undefined;

@@ -12,6 +12,9 @@ const UNREADABLE = 'the database cannot be read';
 export class Readiness {
   private readonly read: Statement;
   private last: Unreadiness = null;
+  /** The last ping of the writer: checks within `reuseMs` of its start share its answer, in flight or not. */
+  private ping: { at: number; answer: Promise<Unreadiness> } | null = null;
+  private readonly reuseMs: number;
 
   constructor(
     db: Database,
@@ -21,6 +24,7 @@ export class Readiness {
     private readonly waitMs: number = limits.readyWaitMs,
   ) {
     this.read = db.query('SELECT count(*) FROM sqlite_master');
+    this.reuseMs = Math.min(limits.readyPingReuseMs, waitMs);
   }
 
   /** Checks the writer, then a read; a change either way is logged once. */
@@ -38,6 +42,17 @@ export class Readiness {
     if (this.committer.failure) return 'the writer has failed; the service must be restarted';
     if (this.committer.oldestWaitMs() >= this.waitMs)
       return `a write has waited over ${this.waitMs / 1000} s (is the disk stalled?)`;
+    return this.writerAnswer();
+  }
+
+  /** A round trip to the writer thread, shared: a load balancer probing many times a second costs one a second. */
+  private writerAnswer(): Promise<Unreadiness> {
+    const now = performance.now();
+    if (this.ping === null || now - this.ping.at >= this.reuseMs) this.ping = { at: now, answer: this.pingWriter() };
+    return this.ping.answer;
+  }
+
+  private async pingWriter(): Promise<Unreadiness> {
     let timer: Timer | undefined;
     const silent = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), this.waitMs)));
     try {

@@ -1,7 +1,8 @@
 /**
  * Reading request bodies with a hard cap: never more than the cap sits in memory. The rest of an
- * oversized body is read and thrown away up to a bound (the drain) before answering, because a client
- * still sending when the server closes sees a reset instead of the 400.
+ * oversized body is read and thrown away up to a bound (the drain), because a client still sending when
+ * the server closes sees a reset instead of the 400: before answering on the ingest routes, while
+ * answering on the routes without a token (see `holdOpenWhileDraining`).
  */
 import { limits } from '../limits.ts';
 import { badRequest, HttpError, messages } from './errors.ts';
@@ -80,52 +81,96 @@ export async function readBody(
 }
 
 /**
- * Reads a chunked body (or drains one declared over the cap): chunks are kept up to the cap, and past
- * it dropped as they arrive until the body ends, the drain bound or the deadline; then 400 too large.
+ * Reads a chunked body (or one declared over the cap): chunks are kept up to the cap; past it the rest
+ * is drained, and the answer is 400 too large. A drain bounded in time runs on while that 400 goes out.
  */
 async function readStream(
   request: Request,
-  { cap, drain, drainMs }: BodyBounds,
+  bounds: BodyBounds,
   deadline: Promise<never>,
   meter: BodyMeter,
   oversized: boolean,
 ): Promise<Uint8Array> {
   const reader = request.body!.getReader();
-  let chunks: Uint8Array[] = [];
-  let drainTimer: Timer | undefined;
-  let drainEnd = deadline;
-  /** From the moment a body is known to be too large, its drain has `drainMs` (where bounded in time). */
-  const drainFromNow = () => {
-    if (drainMs === undefined || drainTimer !== undefined) return;
-    drainEnd = new Promise<never>((_, reject) => (drainTimer = setTimeout(() => reject(tooLarge()), drainMs)));
-  };
-  if (oversized) drainFromNow();
+  const chunks: Uint8Array[] = [];
   try {
-    for (;;) {
-      const { done, value } = await Promise.race([reader.read(), deadline, drainEnd]);
-      if (done) break;
+    while (!oversized) {
+      const { done, value } = await Promise.race([reader.read(), deadline]);
+      if (done) return concat(chunks, meter.read);
       meter.read += value.byteLength;
-      if (meter.read > cap + drain) throw tooLarge();
-      if (oversized || meter.read > cap) {
-        oversized = true;
-        drainFromNow();
-        chunks = [];
-        collectDrained(value.byteLength);
-        continue;
+      if (meter.read > bounds.cap) oversized = true;
+      else {
+        chunks.push(value);
+        meter.buffered = meter.read;
       }
-      chunks.push(value);
-      meter.buffered = meter.read;
     }
   } catch (error) {
     reader.cancel().catch(() => {});
-    if (oversized) throw tooLarge(); // the deadline or a failed read during the drain: still too large
     if (error instanceof HttpError) throw error;
     throw badRequest(messages.bodyUnreadable);
-  } finally {
-    clearTimeout(drainTimer);
   }
-  if (oversized) throw tooLarge();
-  return concat(chunks, meter.read);
+  if (bounds.drainMs === undefined) await drainRest(reader, bounds, meter, deadline);
+  else drains.set(request, drainRest(reader, bounds, meter, timeout(Math.min(bounds.drainMs, bounds.deadlineMs))));
+  throw tooLarge();
+}
+
+/** The reader of a request body, as much of it as a drain uses. */
+interface BodyReader {
+  read(): Promise<{ done: false; value: Uint8Array } | { done: true; value?: undefined }>;
+  cancel(): Promise<void>;
+}
+
+/** Reads and drops what is left of an oversized body until it ends, the drain bound, or `end`. */
+async function drainRest(
+  reader: BodyReader,
+  { cap, drain }: BodyBounds,
+  meter: BodyMeter,
+  end: Promise<typeof timedOut>,
+): Promise<void> {
+  try {
+    while (meter.read <= cap + drain) {
+      const next = await Promise.race([reader.read(), end]);
+      if (next === timedOut || next.done) break;
+      meter.read += next.value.byteLength;
+      collectDrained(next.value.byteLength);
+    }
+  } catch {
+    // A reset or the deadline: the drain is over either way.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+const timedOut = Symbol('timed out');
+
+/** Settles `timedOut` after `ms`, without holding the process open. */
+function timeout(ms: number): Promise<typeof timedOut> {
+  return new Promise((resolve) => setTimeout(() => resolve(timedOut), ms).unref());
+}
+
+/** Drains still running after their request's 400 was decided: the listener holds those answers open until they end. */
+const drains = new WeakMap<Request, Promise<void>>();
+
+/**
+ * The answer to a request whose oversized body is still draining, as a stream that ends only when the
+ * drain ends. Bun keeps reading the request body while the answer's stream is open, so a client still
+ * sending reads the whole 400 before the connection closes; an answer sent whole would close at once
+ * and race the unread bytes' reset (RFC 9293 §3.6.1). Bun 1.4.4 frames an open stream as chunked,
+ * whatever Content-Length says, so the answer is complete at its last chunk, when the drain ends.
+ */
+export function holdOpenWhileDraining(request: Request, response: Response): Response | Promise<Response> {
+  const drained = drains.get(request);
+  if (drained === undefined) return response;
+  return response.bytes().then((bytes) => {
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(bytes);
+        await drained;
+        controller.close();
+      },
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+  });
 }
 
 /**

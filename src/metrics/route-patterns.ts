@@ -11,11 +11,16 @@ export function routePatterns(routes: readonly { path: string }[]): (path: strin
     if (/[:*]/.test(path)) patterns.push({ pattern: path, segments: path.split('/') });
     else exact.add(path);
   }
-  return (path) => {
+  const lookup = (path: string) => {
     if (exact.has(path)) return path;
     const segments = path.split('/');
     for (const { pattern, segments: wanted } of patterns) if (matches(wanted, segments)) return pattern;
     return UNMATCHED;
+  };
+  // Elysia serves a path with a trailing slash as the route without it (`/v1/ready/` is `/v1/ready`).
+  return (path) => {
+    const route = lookup(path);
+    return route === UNMATCHED && path.length > 1 && path.endsWith('/') ? lookup(path.slice(0, -1)) : route;
   };
 }
 

@@ -30,10 +30,18 @@ export function waitingSampleReader(db: Database): (installationId: string, utc:
   return (installationId, utc) => (query.values(installationId, utc)[0] as SampleRow | undefined) ?? null;
 }
 
-/** Counts the samples waiting for the planner, over the partial index (the metrics' gauge). */
-export function waitingSamplesCounter(db: Database): () => number {
+/**
+ * Counts the samples waiting for the planner, over the partial index (the metrics' gauge). The count
+ * walks the whole backlog, which grows while the planner is down: one count stands for `reuseMs`.
+ */
+export function waitingSamplesCounter(db: Database, reuseMs: number): () => number {
   const query = db.query<{ n: number }, []>(`SELECT count(*) AS n FROM samples WHERE ${PENDING}`);
-  return () => query.get()!.n;
+  let counted = { at: -Infinity, n: 0 };
+  return () => {
+    const now = performance.now();
+    if (now - counted.at >= reuseMs) counted = { at: now, n: query.get()!.n };
+    return counted.n;
+  };
 }
 
 /** Installations with samples still waiting: the start-up scan. */
