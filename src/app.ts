@@ -6,6 +6,10 @@ import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
+import { isDashboardPath } from './dashboard/paths.ts';
+import { ownerPages } from './dashboard/pages.tsx';
+import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
+import { DashboardSessions } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import { exportReader } from './db/open.ts';
 import type { Storage } from './db/storage.ts';
@@ -131,6 +135,9 @@ export function createApp({
     app
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
+    const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
+    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
+    app.use(dashboardRoutes({ sessions: dashboardSessions, config, bodyBounds: pairingBounds, log, pages: ownerPages(reads, log, now) }));
   }
 
   const { committer } = storage;
@@ -147,7 +154,11 @@ export function createApp({
   };
 
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
-  const listenerHeaders: PathHeaders = (path) => (isApiPath(path) ? API_HEADERS : pairing ? pageHeadersOf(path) : {});
+  const listenerHeaders: PathHeaders = (path) => {
+    if (isApiPath(path)) return API_HEADERS;
+    if (!pairing) return {};
+    return isDashboardPath(path) ? DASHBOARD_HEADERS : pageHeadersOf(path);
+  };
 
   return {
     app,

@@ -66,6 +66,10 @@ export const limits = {
   securityLogIntervalMs: 60_000,
   /** Lines of one such event per interval over all addresses; past them one summary line counts the rest. */
   securityLinesPerInterval: 60,
+  /** A dashboard session ends this long after its last use (sliding). */
+  dashboardSessionMs: 30 * 86_400_000,
+  /** A used session's expiry is moved forward at most this often: a write an hour, not one a page. */
+  dashboardSessionExtendMs: 3_600_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
   /** How often the server checks whether the `purge` command deleted an installation. */

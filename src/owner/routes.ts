@@ -30,7 +30,8 @@ const NO_STORE = { 'cache-control': 'no-store' };
 
 const json = (value: unknown) => Response.json(value, { headers: NO_STORE });
 
-function attachment({ contentType, filename, body }: Export): Response {
+/** An export as a download, never cached; the /v1 export routes and the dashboard's export links answer with it. */
+export function attachment({ contentType, filename, body }: Export): Response {
   return new Response(body, {
     headers: { 'content-type': contentType, 'content-disposition': `attachment; filename="${filename}"`, ...NO_STORE },
   });
