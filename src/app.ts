@@ -137,7 +137,16 @@ export function createApp({
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
-    app.use(dashboardRoutes({ sessions: dashboardSessions, config, bodyBounds: pairingBounds, log, pages: ownerPages(reads, log, now) }));
+    app.use(
+      dashboardRoutes({
+        sessions: dashboardSessions,
+        config,
+        bodyBounds: pairingBounds,
+        log,
+        crossSites,
+        pages: ownerPages(reads, log, now),
+      }),
+    );
   }
 
   const { committer } = storage;

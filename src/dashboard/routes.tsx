@@ -9,7 +9,7 @@ import type { Config } from '../config.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { clientAddress } from '../http/client-address.ts';
 import { describeError, HttpError } from '../http/errors.ts';
-import { isCrossSite } from '../http/origin.ts';
+import { type CrossSiteLog, isCrossSite } from '../http/origin.ts';
 import type { Logger } from '../log.ts';
 import { lockedText, pageAnswer, pageHeaders, wrongPasswordText, type PageAnswer } from '../pairing/page.tsx';
 import type { Presenter } from '../pairing/lock.ts';
@@ -32,9 +32,11 @@ export const DASHBOARD_HEADERS = { ...pageHeaders(`'self'`), 'Referrer-Policy': 
 export interface DashboardDeps {
   sessions: DashboardSessions;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
-  /** The bounds of the bodies anyone may send: small, never drained. */
+  /** The bounds of the bodies anyone may send: small, an oversized one drained a little. */
   bodyBounds: BodyBounds;
   log: Logger;
+  /** Logs refused cross-site posts at most once a minute per address, shared with /pair. */
+  crossSites: CrossSiteLog['repeats'];
   /** The pages behind the sign-in, given the signed-in session. */
   pages: SignedInRoutes;
 }
@@ -59,7 +61,8 @@ interface PageContext {
 
 type Handler = (request: Request, params: Record<string, string>) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
-export function dashboardRoutes({ sessions, config, bodyBounds, log, pages }: DashboardDeps) {
+export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites, pages }: DashboardDeps) {
+  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log };
   /** Who signs in: the client's address (no session yet), as the lockout counts it. */
   const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
 
@@ -74,7 +77,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, pages }: Da
   };
 
   const signIn = async (request: Request) => {
-    if (isCrossSite(request, config)) return refusedForm('cross-site');
+    if (isCrossSite(request, config, crossSiteLog)) return refusedForm('cross-site');
     const form = await readForm(request, bodyBounds);
     const who = presenterOf(request);
     const result = await sessions.signIn(form.get('password'), who);
@@ -103,7 +106,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, pages }: Da
   /** A state-changing form: from this site only, carrying the session's form token. */
   const signedInForm = (handle: SignedInRoutes['post'][string]): Handler =>
     signedIn(async (request, session, params) => {
-      if (isCrossSite(request, config)) return refusedForm('cross-site');
+      if (isCrossSite(request, config, crossSiteLog)) return refusedForm('cross-site');
       const form = await readForm(request, bodyBounds);
       if (!sessions.formTokenMatches(session, form.get(FORM_TOKEN_FIELD))) return refusedForm('form token');
       return handle(request, session, params, form);
