@@ -6,6 +6,7 @@ import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
+import { sessionToken } from './dashboard/cookie.ts';
 import { isDashboardPath } from './dashboard/paths.ts';
 import { ownerPages } from './dashboard/pages.tsx';
 import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
@@ -132,11 +133,12 @@ export function createApp({
     .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
+    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
+    const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request));
     app
-      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites }))
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
-    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
     app.use(
       dashboardRoutes({
         sessions: dashboardSessions,

@@ -61,6 +61,11 @@ export class DashboardSessions {
     return this.lock.retryAfterSeconds(who);
   }
 
+  /** Whether a cookie's secret opens a live session; its expiry stays (a glance, not a use of the dashboard). */
+  holds(token: string | null): boolean {
+    return token !== null && SECRET.test(token) && findSession(this.db, tokenHash(token), this.now()) !== null;
+  }
+
   /** The live session of a cookie's secret, its expiry moved forward at most once per `dashboardSessionExtendMs`. */
   async open(token: string | null): Promise<DashboardSession | null> {
     if (token === null || !SECRET.test(token)) return null;

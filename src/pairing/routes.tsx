@@ -55,6 +55,8 @@ export interface PairingDeps {
   log: Logger;
   /** Counts refused cross-site requests per address, so that a flood of them is not a flood of lines. */
   crossSites: RepeatCounter;
+  /** Whether a request carries a signed-in dashboard's cookie: the backstop spares it. */
+  signedIn: (request: Request) => boolean;
 }
 
 type PageHandler = (request: Request) => PageAnswer | Promise<PageAnswer>;
@@ -74,8 +76,9 @@ export function pairingRoutes(deps: PairingDeps) {
 }
 
 /** The owner's approval page. */
-function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps, crossSiteLog: CrossSiteLog) {
-  const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
+function pageRoutes({ book, lock, config, bodyBounds, log, signedIn }: PairingDeps, crossSiteLog: CrossSiteLog) {
+  const presenterOf = (request: Request): Presenter =>
+    ({ address: clientAddress(request, config.trustProxy), session: signedIn(request) });
 
   /** The open request of what was typed as its code, or the page saying that the code is not open. */
   const openRequest = (typed: string | null): PairingRequest | PageAnswer => {
