@@ -10,7 +10,7 @@ import { sessionToken } from './dashboard/cookie.ts';
 import { isDashboardPath } from './dashboard/paths.ts';
 import { ownerPages } from './dashboard/pages.tsx';
 import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
-import { DashboardSessions } from './dashboard/service.ts';
+import { DashboardSessions, endSessionsOfAnotherPassword } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import { exportReader } from './db/open.ts';
 import type { Storage } from './db/storage.ts';
@@ -86,8 +86,8 @@ export function createApp({
   if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
-  /** Settles once the start-up's own writes have committed: serve only then. */
-  const ready = revokeLeftovers(devices, log);
+  /** The start-up's own writes: serve only once they have committed. */
+  const starting = [revokeLeftovers(devices, log)];
   const badTokens = { repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'), trustProxy: config.trustProxy, log };
   const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
@@ -134,6 +134,7 @@ export function createApp({
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
+    starting.push(endSessionsOfAnotherPassword(storage.db, storage.committer, config.approvalPassword!, log));
     const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request));
     app
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
@@ -180,7 +181,7 @@ export function createApp({
     metrics,
     purges,
     retention,
-    ready,
+    ready: Promise.all(starting).then(() => {}),
     stop,
     listenerHeaders,
     /** The owner's reads (see owner/service.ts): installations, samples, consumption, sessions, planner status, exports. */

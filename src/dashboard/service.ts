@@ -12,7 +12,8 @@ import { limits } from '../limits.ts';
 import type { ApprovalLock, Presenter } from '../pairing/lock.ts';
 import { newSecret } from '../secret.ts';
 import { summarize, type ConsumptionSummary } from './consumption-view.ts';
-import { findSession } from './store.ts';
+import type { Logger } from '../log.ts';
+import { findSession, keptPassword } from './store.ts';
 
 /** A session a request presented and the server still holds. */
 export interface DashboardSession {
@@ -89,6 +90,22 @@ export class DashboardSessions {
   async signOut(session: DashboardSession): Promise<void> {
     await this.committer.write('deleteDashboardSession', { tokenHash: session.tokenHash });
   }
+}
+
+/**
+ * Ends every session when the approval password is not the one they were opened under: changing it
+ * signs out every browser. The database keeps only an HMAC of the password under its own random salt.
+ */
+export async function endSessionsOfAnotherPassword(db: Database, committer: Committer, password: string, log: Logger) {
+  const kept = keptPassword(db);
+  if (kept !== null && timingSafeEqual(Buffer.from(fingerprintOf(password, kept.salt)), Buffer.from(kept.fingerprint))) return;
+  const salt = newSecret();
+  const ended = await committer.write('keepPasswordEndingSessions', { salt, fingerprint: fingerprintOf(password, salt) });
+  if (kept !== null) log.info('dashboard.password_changed', { ended });
+}
+
+function fingerprintOf(password: string, salt: string): string {
+  return createHmac('sha256', salt).update(password).digest('base64url');
 }
 
 /** A session's form token: a MAC of its secret, so it needs no storage and the stored hash cannot forge it. */
