@@ -160,7 +160,7 @@ describe('the cookie', () => {
     return (await s.app.handle(request)).headers.get('set-cookie')!;
   };
 
-  test('Secure over https: directly, by an https PUBLIC_URL, or by X-Forwarded-Proto from a trusted proxy only', async () => {
+  test('Secure over https: directly, by an https PUBLIC_URL at its host, or by X-Forwarded-Proto from a trusted proxy only', async () => {
     let s = await dashboard();
     expect(await setCookie(s, {})).not.toContain('Secure');
     expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).not.toContain('Secure');
@@ -168,7 +168,7 @@ describe('the cookie', () => {
     expect(overHttps(new Request('https://localhost/dashboard/sign-in'), s.config)).toBe(true);
     await s.close();
     s = await dashboard({ publicUrl: 'https://car.example.org' });
-    expect(await setCookie(s, {})).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
+    expect(await setCookie(s, { host: 'car.example.org' })).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
     await s.close();
     s = await dashboard({ trustProxy: true });
     expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');

@@ -8,11 +8,15 @@ export const SESSION_COOKIE = 'ev_ingest_session';
 type SchemeConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
 
 /**
- * Whether the browser reached the server over https: directly, by PUBLIC_URL (a proxy terminating
- * TLS in front), or by `X-Forwarded-Proto` from a trusted proxy.
+ * Whether the browser reached the server over https. A request to PUBLIC_URL's host takes its scheme (a
+ * proxy terminating TLS in front); any other (the server's LAN address, say) its own, or
+ * `X-Forwarded-Proto` from a trusted proxy: a Secure cookie would not come back over plain http.
  */
 export function overHttps(request: Request, config: SchemeConfig): boolean {
-  return config.publicUrl.startsWith('https:') || requestOrigin(request, config.trustProxy).startsWith('https:');
+  const origin = new URL(requestOrigin(request, config.trustProxy));
+  const publicUrl = URL.parse(config.publicUrl);
+  const scheme = publicUrl?.host === origin.host ? publicUrl.protocol : origin.protocol;
+  return scheme === 'https:';
 }
 
 function attributes(request: Request, config: SchemeConfig): string {
