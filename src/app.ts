@@ -135,7 +135,7 @@ export function createApp({
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
     starting.push(endSessionsOfAnotherPassword(storage.db, storage.committer, config.approvalPassword!, log));
-    const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request));
+    const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));

@@ -23,6 +23,7 @@ async function signInWith(s: TestService, headers: Record<string, string>) {
 }
 
 const SECURE_END = '; HttpOnly; SameSite=Strict; Path=/; Secure';
+const SECURE_COOKIE = /^__Host-ev_ingest_session=[\w-]{43}; Max-Age=2592000; HttpOnly; SameSite=Strict; Path=\/; Secure$/;
 
 test('an https PUBLIC_URL makes the cookie Secure at its host only; the LAN address over http signs in', async () => {
   const s = await start({ publicUrl: 'https://car.example.org' });
@@ -38,4 +39,17 @@ test('with TRUST_PROXY=1, another host takes X-Forwarded-Proto; PUBLIC_URL\'s ho
   expect((await signInWith(s, { host: 'nas.lan', 'x-forwarded-proto': 'https' })).setCookie).toEndWith(SECURE_END);
   expect((await signInWith(s, { host: 'nas.lan', 'x-forwarded-proto': 'http' })).setCookie).not.toContain('Secure');
   expect((await signInWith(s, { host: 'car.example.org', 'x-forwarded-proto': 'https' })).setCookie).not.toContain('Secure');
+});
+
+test('Secure, the cookie is named __Host-ev_ingest_session, read and cleared by that name only', async () => {
+  const s = await start({ publicUrl: 'https://car.example.org' });
+  const headers = { host: 'car.example.org' };
+  const { setCookie, opens } = await signInWith(s, headers);
+  expect(setCookie).toMatch(SECURE_COOKIE);
+  expect(opens).toBe(true);
+  const token = setCookie.slice(setCookie.indexOf('=') + 1, setCookie.indexOf(';'));
+  const plain = await getPage(s, '/dashboard', `ev_ingest_session=${token}`, headers);
+  expect([plain.status, plain.headers.get('location')]).toEqual([303, '/dashboard/sign-in']);
+  const dead = await getPage(s, '/dashboard', `__Host-ev_ingest_session=${'A'.repeat(43)}`, headers);
+  expect(dead.headers.get('set-cookie')).toBe('__Host-ev_ingest_session=; Max-Age=0; HttpOnly; SameSite=Strict; Path=/; Secure');
 });

@@ -70,7 +70,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
     pageAnswer(status, <SignInPage notice={notice} />, headers);
 
   const showSignIn = async (request: Request) => {
-    if (await sessions.open(sessionToken(request))) return redirect(DASHBOARD_PATH);
+    if (await sessions.open(sessionToken(request, config))) return redirect(DASHBOARD_PATH);
     // Said before any password is typed, so that nobody types it during a lockout only to be refused.
     const lockedFor = sessions.lockedFor(presenterOf(request));
     return signInPage(200, lockedFor > 0 ? lockedText(lockedFor) : undefined);
@@ -95,7 +95,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   /** Opens the request's session, or sends the browser to the sign-in page (forgetting a dead cookie). */
   const signedIn = (handle: SignedInHandler): Handler =>
     async (request, params) => {
-      const token = sessionToken(request);
+      const token = sessionToken(request, config);
       const session = await sessions.open(token);
       if (session === null) return redirect(SIGN_IN_PATH, token === null ? {} : { 'Set-Cookie': clearedCookie(request, config) });
       const answer = await handle(request, session, params);
