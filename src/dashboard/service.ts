@@ -9,7 +9,7 @@ import type { Consumption } from '../consumption/history.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
 import { limits } from '../limits.ts';
-import type { ApprovalLock, Presenter } from '../pairing/lock.ts';
+import type { ApprovalLock, Lockout, Presenter } from '../pairing/lock.ts';
 import { newSecret } from '../secret.ts';
 import { summarize, type ConsumptionSummary } from './consumption-view.ts';
 import type { Logger } from '../log.ts';
@@ -28,8 +28,8 @@ export interface DashboardSession {
 
 export type SignIn =
   | { outcome: 'signed-in'; token: string }
-  | { outcome: 'wrong'; triesLeft: number; lockedFor: number }
-  | { outcome: 'locked'; lockedFor: number };
+  | { outcome: 'wrong'; triesLeft: number; lockout: Lockout }
+  | { outcome: 'locked'; lockout: Lockout };
 
 /** A cookie's secret, as `newSecret` writes it: 43 base64url characters. */
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
@@ -42,24 +42,28 @@ export class DashboardSessions {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Checks the approval password from `who` (a wrong one counts towards the lockout); the right one opens a session. */
-  async signIn(password: string | null, who: Presenter): Promise<SignIn> {
+  /**
+   * Checks the approval password from `who` (a wrong one counts towards the lockout); the right one opens
+   * a session, ending the one of the cookie the browser sent (`held`), so a sign-in leaves no orphan behind.
+   */
+  async signIn(password: string | null, who: Presenter, held: string | null): Promise<SignIn> {
     const check = this.lock.check(password, who);
-    if (check === 'locked') return { outcome: 'locked', lockedFor: this.lock.retryAfterSeconds(who) };
-    if (check === 'wrong') return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockedFor: this.lock.retryAfterSeconds(who) };
+    if (check === 'locked') return { outcome: 'locked', lockout: this.lock.lockout(who) };
+    if (check === 'wrong') return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockout: this.lock.lockout(who) };
     const token = newSecret();
     const createdAt = this.now();
     await this.committer.write('insertDashboardSession', {
       tokenHash: tokenHash(token),
+      replaces: held === null ? null : tokenHash(held),
       createdAt,
       expiresAt: createdAt + limits.dashboardSessionMs,
     });
     return { outcome: 'signed-in', token };
   }
 
-  /** Seconds until the approval lockout of `who` ends, 0 when its passwords are checked. */
-  lockedFor(who: Presenter): number {
-    return this.lock.retryAfterSeconds(who);
+  /** The approval lockout of `who`: its seconds are 0 when its passwords are checked. */
+  lockout(who: Presenter): Lockout {
+    return this.lock.lockout(who);
   }
 
   /** Whether a cookie's secret opens a live session; its expiry stays (a glance, not a use of the dashboard). */

@@ -21,9 +21,13 @@ export function findSession(db: Database, tokenHash: string, now: number): Store
     .get(tokenHash, now);
 }
 
-/** A new session; the expired ones go with it, so the table holds only live sessions and a few dead ones. */
-const insertDashboardSession: WriteOp<StoredSession, void> = (db, session) => {
-  db.query('DELETE FROM dashboard_sessions WHERE expires_at <= $now').run({ now: session.createdAt });
+/**
+ * A new session, replacing the one the browser held (if any); the expired ones go with it, so the table
+ * holds only live sessions and a few dead ones.
+ */
+const insertDashboardSession: WriteOp<StoredSession & { replaces: string | null }, void> = (db, { replaces, ...session }) => {
+  db.query('DELETE FROM dashboard_sessions WHERE expires_at <= $now OR token_hash = $replaces')
+    .run({ now: session.createdAt, replaces });
   db.query('INSERT INTO dashboard_sessions (token_hash, created_at, expires_at) VALUES ($tokenHash, $createdAt, $expiresAt)')
     .run({ ...session });
 };
