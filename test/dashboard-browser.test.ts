@@ -25,7 +25,7 @@ interface BrowserWindow {
     documentElement: { scrollWidth: number };
     activeElement: { tagName: string; textContent: string; getAttribute(name: string): string | null } | null;
   };
-  getComputedStyle(element: unknown): { outlineStyle: string };
+  getComputedStyle(element: unknown): { outlineStyle: string; fontSize: string };
   axe: { run(options: object): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> };
 }
 
@@ -82,6 +82,18 @@ async function fitsWidth(page: Page): Promise<void> {
   expect(widths.page).toBeLessThanOrEqual(widths.screen);
 }
 
+/** The smallest text of the charts as drawn on screen, in px: the font size scaled as the SVG is. */
+async function smallestChartTextPx(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    interface Svg { viewBox: { baseVal: { width: number } }; getBoundingClientRect(): { width: number }; querySelectorAll(s: string): unknown[] }
+    const window = globalThis as unknown as BrowserWindow & { document: { querySelectorAll(s: string): Svg[] } };
+    const sizes = [...window.document.querySelectorAll('svg.chart')].flatMap((svg) =>
+      [...svg.querySelectorAll('text')].map((text) =>
+        Number.parseFloat(window.getComputedStyle(text).fontSize) * svg.getBoundingClientRect().width / svg.viewBox.baseVal.width));
+    return Math.min(...sizes);
+  });
+}
+
 async function signIn(page: Page, password: string) {
   await page.fill('#password', password);
   await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
@@ -123,6 +135,7 @@ for (const viewport of VIEWPORTS) {
       for (const days of [90, 365]) {
         await Promise.all([page.waitForLoadState(), page.click(`nav.periods a:text-is("${days} days")`)]);
         expect(await page.locator('nav.periods a[aria-current=page]').textContent()).toBe(`${days} days`);
+        expect(await smallestChartTextPx(page)).toBeGreaterThanOrEqual(13);
         await fitsWidth(page);
         await shot(`installation-${days}-days`);
       }

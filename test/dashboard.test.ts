@@ -273,8 +273,12 @@ describe('pages', () => {
     expect(html).toContain('<h3>MG4 &lt;b&gt;Electric&lt;/b&gt;</h3>');
     expect(html).toContain('<dt>Status</dt><dd>active</dd>');
     const year = await (await getPage(s, `/dashboard/installations/${INSTALLATION}?days=365`, cookie)).text();
-    expect((year.match(/<rect /g) ?? []).length).toBe(730);
+    // A bar a month, as the table's rows: only October and November hold records.
+    expect((year.match(/<rect /g) ?? []).length).toBe(4);
+    expect(year).toContain('<title id="km-title">Distance per month, last 365 days</title>');
     expect(year).toContain('<caption>Per month, newest first</caption>');
+    expect(year).toContain('<th scope="row">2025-11 (from 11-26)</th><td colspan="3" class="muted">no record</td>');
+    expect(year).toContain('13 bars from 2025-11 to 2026-11; highest 1,000 km; 11 without a record.');
     expect((await getPage(s, `/dashboard/installations/${OTHER_INSTALLATION}`, cookie)).status).toBe(404);
     expect((await getPage(s, '/dashboard/installations/not-a-uuid', cookie)).status).toBe(404);
   });
