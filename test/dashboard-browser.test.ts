@@ -144,10 +144,18 @@ for (const viewport of VIEWPORTS) {
       expect((await exported.text()).split('\r\n')).toHaveLength(5); // header, three samples, the last line's end
 
       await Promise.all([page.waitForLoadState(), page.click('nav.tabs a:text-is("Charging sessions")')]);
-      expect(await page.locator('tbody tr').count()).toBe(1);
+      expect(await page.locator('ul.sessions li').count()).toBe(1);
+      // The start time on one line, and every value of the card inside the screen (nothing clipped).
+      const start = (await page.locator('ul.sessions h3 a').boundingBox())!;
+      expect(start.height).toBeLessThan(30);
+      for (const value of await page.locator('ul.sessions dd').all()) {
+        const box = (await value.boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
+      }
+      expect(await page.locator('ul.sessions dd').last().textContent()).toBe('26.31');
       await fitsWidth(page);
       await shot('charging-sessions');
-      await Promise.all([page.waitForLoadState(), page.click('tbody a')]);
+      await Promise.all([page.waitForLoadState(), page.click('ul.sessions a')]);
       expect(page.url()).toEndWith(`/charging-sessions/${SESSION_ID}`);
       expect(await page.locator('svg.chart').count()).toBe(2);
       await fitsWidth(page);

@@ -267,8 +267,10 @@ describe('pages', () => {
     expect(html).toContain('Last 30 days: 1,200 km, 180 kWh, 15 kWh/100 km.');
     expect(html).toContain('<dt>Distance</dt><dd>1,600 km</dd>');
     expect(html).toContain('<th scope="row">2026-11</th><td class="n">97 %</td>');
-    expect(html).toContain('<dt>lat</dt><dd>52.52 degrees</dd>');
-    expect(html).toContain('<dt>is_charging</dt><dd>yes</dd>');
+    expect(html).toContain('<dt>Latitude</dt><dd>52.52 degrees</dd>');
+    expect(html).toContain('<dt>Charging</dt><dd>yes</dd>');
+    expect(html).toContain('<dt>State of charge</dt><dd>66 %</dd>');
+    expect(html).not.toContain('<dt>is_charging</dt>');
     expect(html).toContain(`/dashboard/installations/${INSTALLATION}/export/telemetry.gpx`);
     expect(html).toContain('<h3>MG4 &lt;b&gt;Electric&lt;/b&gt;</h3>');
     expect(html).toContain('<dt>Status</dt><dd>active</dd>');
@@ -294,11 +296,11 @@ describe('pages', () => {
     expect(html).toContain('<th scope="row">2025-10</th><td class="n">99 %</td>');
   });
 
-  test('charging sessions: the table, one session with power and charge curves, an unknown one 404', async () => {
+  test('charging sessions: the cards, one session with power and charge curves, an unknown one 404', async () => {
     const { s, cookie } = await seededAndSignedIn();
     const list = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions`, cookie)).text();
     expect(list).toContain(`href="/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}">2026-11-25 10:00 UTC</a>`);
-    expect(list).toContain('<td>20 % → 78 %</td>');
+    expect(list).toContain('<div><dt>Charge</dt><dd>20 % → 78 %</dd></div><div><dt>Cost</dt><dd>26.31</dd></div>');
     const one = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}`, cookie)).text();
     expect(one).toContain('<title id="power-title">Charging power over time (UTC)</title>');
     expect(one).toContain('<title id="soc-title">State of charge over time (UTC)</title>');

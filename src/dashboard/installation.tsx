@@ -22,6 +22,7 @@ import { failureText, healthOf } from './forwarding.ts';
 import { HealthText, installationTitle } from './installations.tsx';
 import { FormToken, Layout, ScrollBox } from './layout.tsx';
 import { exportPath, installationPath, revokePath, sessionsPath } from './paths.ts';
+import { sampleLabels } from './sample-labels.ts';
 
 export interface InstallationView {
   installationId: string;
@@ -211,7 +212,7 @@ function Latest({ latest, now }: { latest: LatestSample | null; now: number }) {
         <dl>
           <dt>Time</dt><dd safe>{`${utcText(latest.utc * 1000)} (${ageText(latest.utc * 1000, now)})`}</dd>
           {sampleFieldNames.filter((name) => latest[name] !== undefined).map((name) => (
-            <><dt>{name}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
+            <><dt>{sampleLabels[name]}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
           ))}
         </dl>
       )}
