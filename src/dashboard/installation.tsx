@@ -212,7 +212,7 @@ function Latest({ latest, now }: { latest: LatestSample | null; now: number }) {
         <dl>
           <dt>Time</dt><dd safe>{`${utcText(latest.utc * 1000)} (${ageText(latest.utc * 1000, now)})`}</dd>
           {sampleFieldNames.filter((name) => latest[name] !== undefined).map((name) => (
-            <><dt>{sampleLabels[name]}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
+            <><dt safe>{sampleLabels[name]}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
           ))}
         </dl>
       )}
