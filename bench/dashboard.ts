@@ -97,14 +97,16 @@ try {
   }
 
   for (const [label, url, path] of [
-    ['idle installation page', new URL(`/dashboard/installations/${IDLE_INSTALLATION}`, service.url), new RegExp(IDLE_INSTALLATION)],
+    ['idle installation page', new URL(`/dashboard/installations/${IDLE_INSTALLATION}`, service.url),
+      new RegExp(IDLE_INSTALLATION)],
     ['installations page', new URL('/dashboard', service.url), /\/dashboard/],
   ] as const) {
     const logged = service.output().length;
     const result = await paced(url, { perSecond: 5, seconds: SECONDS, headers });
     const inServer = serverMs(service.output().slice(logged), path);
-    console.log(`${label} at 5/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  failed ${result.failed}; ` +
-      `in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  p99 ${quantile(inServer, 0.99).toFixed(2)} ms`);
+    console.log(`${label} at 5/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
+      `failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
+      `p99 ${quantile(inServer, 0.99).toFixed(2)} ms`);
   }
 
   let runId = 0;

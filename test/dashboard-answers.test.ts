@@ -30,7 +30,8 @@ test('other methods on /dashboard itself answer the 404 page with the page heade
   const s = await start();
   for (const method of ['PUT', 'DELETE', 'POST', 'PATCH']) {
     const response = await s.request(method, '/dashboard', { token: null });
-    expect([method, response.status, response.headers.get('content-type')]).toEqual([method, 404, 'text/html; charset=utf-8']);
+    const answer = [method, response.status, response.headers.get('content-type')];
+    expect(answer).toEqual([method, 404, 'text/html; charset=utf-8']);
     for (const [name, value] of Object.entries(DASHBOARD_HEADERS)) expect(response.headers.get(name)).toBe(value);
   }
 });

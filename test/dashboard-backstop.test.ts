@@ -14,8 +14,8 @@ test('behind a proxy: 50 wrong passwords lock strangers out, not /pair with a li
   expect(signedIn.status).toBe(303);
   const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
   for (let n = 0; n < limits.backstopAttempts; n += 1) {
-    const wrong = await postForm(service, '/dashboard/sign-in', { password: WRONG_PASSWORD }, undefined, from(`10.1.${n}.1`));
-    expect(wrong.status).toBe(403);
+    const wrong = { password: WRONG_PASSWORD };
+    expect((await postForm(service, '/dashboard/sign-in', wrong, undefined, from(`10.1.${n}.1`))).status).toBe(403);
   }
   const { userCode } = await startPairing(service, INSTALLATION, 'MG4');
   const approval = { code: userCode, password: PASSWORD, decision: 'approve' };
@@ -28,7 +28,8 @@ test('behind a proxy: 50 wrong passwords lock strangers out, not /pair with a li
 test('a dead or forged cookie is no signed-in dashboard', async () => {
   const service = await startGuarded({ trustProxy: true });
   const cookie = await signIn(service);
-  const signedOut = await postForm(service, '/dashboard/sign-out', { form_token: await formTokenOf(service, cookie) }, cookie);
+  const formToken = await formTokenOf(service, cookie);
+  const signedOut = await postForm(service, '/dashboard/sign-out', { form_token: formToken }, cookie);
   expect(signedOut.status).toBe(303);
   for (let n = 0; n < limits.backstopAttempts; n += 1)
     await postForm(service, '/dashboard/sign-in', { password: WRONG_PASSWORD }, undefined, from(`10.1.${n}.1`));

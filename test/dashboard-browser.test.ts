@@ -85,11 +85,17 @@ async function fitsWidth(page: Page): Promise<void> {
 /** The smallest text of the charts as drawn on screen, in px: the font size scaled as the SVG is. */
 async function smallestChartTextPx(page: Page): Promise<number> {
   return page.evaluate(() => {
-    interface Svg { viewBox: { baseVal: { width: number } }; getBoundingClientRect(): { width: number }; querySelectorAll(s: string): unknown[] }
+    interface Svg {
+      viewBox: { baseVal: { width: number } };
+      getBoundingClientRect(): { width: number };
+      querySelectorAll(selector: string): unknown[];
+    }
     const window = globalThis as unknown as BrowserWindow & { document: { querySelectorAll(s: string): Svg[] } };
-    const sizes = [...window.document.querySelectorAll('svg.chart')].flatMap((svg) =>
-      [...svg.querySelectorAll('text')].map((text) =>
-        Number.parseFloat(window.getComputedStyle(text).fontSize) * svg.getBoundingClientRect().width / svg.viewBox.baseVal.width));
+    const sizes = [...window.document.querySelectorAll('svg.chart')].flatMap((svg) => {
+      const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      const texts = [...svg.querySelectorAll('text')];
+      return texts.map((text) => Number.parseFloat(window.getComputedStyle(text).fontSize) * scale);
+    });
     return Math.min(...sizes);
   });
 }

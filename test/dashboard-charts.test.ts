@@ -59,7 +59,8 @@ describe('BarChart', () => {
   });
 
   test('a category without a record has no bar, and the description counts it', () => {
-    const gap = BarChart({ id: 'g', title: 'Gap', unit: 'km', bars: [bars[0]!, { label: '2026-11-24', value: null }, bars[2]!] }) as string;
+    const withGap = [bars[0]!, { label: '2026-11-24', value: null }, bars[2]!];
+    const gap = BarChart({ id: 'g', title: 'Gap', unit: 'km', bars: withGap }) as string;
     expect(values(gap, 'height', 'rect')).toEqual([41, 164]);
     expect(gap).not.toContain('<title>2026-11-24');
     expect(gap).toContain('highest 40 km; 1 without a record. The table');
@@ -96,7 +97,7 @@ describe('consumptionView', () => {
     lifetime: { km: 1000 + km, kwh: 200, hours: 10, socDrop: 20 },
   });
 
-  test('every calendar day of the period, missing ones as zero and not recorded; the last lifetime; the newest SoH of each month', () => {
+  test('every day of the period, missing ones zero and not recorded; the last lifetime; the SoH by month', () => {
     const stored = [day('2026-09-30', 5, 99), day('2026-10-01', 7, 98.5), day('2026-10-20', 9, 98), day('2026-11-24', 10, null), day('2026-11-25', 20, 97.5)];
     const view = consumptionView(summarize(stored), '2026-11-25', 30);
     expect(view.days).toHaveLength(30);
@@ -114,8 +115,9 @@ describe('consumptionView', () => {
     expect([view.days.length, view.lifetime, view.soh]).toEqual([90, null, []]);
   });
 
-  test('grouped by week from Monday and by month, counting recorded days; a first row begun inside its week or month is partial', () => {
-    const days = ['2026-11-22', '2026-11-23', '2026-11-24', '2026-12-01'].map((label) => ({ label, km: 10, kwh: 2, recorded: 1 }));
+  test('grouped by week from Monday and by month, counting recorded days; a first row begun inside is partial', () => {
+    const dates = ['2026-11-22', '2026-11-23', '2026-11-24', '2026-12-01'];
+    const days = dates.map((label) => ({ label, km: 10, kwh: 2, recorded: 1 }));
     days[1]!.recorded = 0;
     expect(grouped(days, 'week')).toEqual([
       { label: '2026-11-16', km: 10, kwh: 2, recorded: 1, partFrom: '2026-11-22' },

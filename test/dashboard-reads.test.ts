@@ -36,7 +36,7 @@ function planOf(db: Database, sql: string): string[] {
   return statement.all(...Array(statement.paramsCount).fill(0)).map((row) => (row as { detail: string }).detail);
 }
 
-test('latest and samplesSince answer right for an idle car behind a busy one, without scanning the samples', async () => {
+test('latest and samplesSince answer right for an idle car behind a busy one, without a scan of samples', async () => {
   await postSamples(OTHER_INSTALLATION, [{ utc: UTC - 50, soc: 40 }, { utc: UTC - 10, soc: 41 }]);
   await postSamples(INSTALLATION, Array.from({ length: 100 }, (_, i) => ({ utc: UTC + i, soc: i % 100 })));
   const { db, statements } = recording(service.storage.db);
@@ -52,5 +52,6 @@ test('latest and samplesSince answer right for an idle car behind a busy one, wi
 test('latest after the newest samples were deleted: the newest one left, without the time its batch came', async () => {
   await postSamples(OTHER_INSTALLATION, [{ utc: UTC + 500, soc: 50 }]);
   service.storage.db.run('DELETE FROM samples WHERE utc = ?', [UTC + 500]);
-  expect(new SampleHistory(service.storage.db).latest(OTHER_INSTALLATION)).toMatchObject({ utc: UTC - 10, soc: 41, receivedAt: null });
+  const latest = new SampleHistory(service.storage.db).latest(OTHER_INSTALLATION);
+  expect(latest).toMatchObject({ utc: UTC - 10, soc: 41, receivedAt: null });
 });

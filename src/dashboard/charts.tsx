@@ -151,7 +151,8 @@ export function BarChart({ id, title, unit, bars }: ChartText & { bars: Bar[] })
   const description = values.length === 0
     ? 'No values.'
     : `${bars.length} bars from ${bars[0]!.label} to ${bars[bars.length - 1]!.label}; ` +
-      `highest ${formatNumber(Math.max(...values))} ${unit}${unrecorded > 0 ? `; ${unrecorded} without a record` : ''}. ` +
+      `highest ${formatNumber(Math.max(...values))} ${unit}` +
+      `${unrecorded > 0 ? `; ${unrecorded} without a record` : ''}. ` +
       'The table beside lists every value.';
   return (
     <Frame id={id} title={title} description={description}>
@@ -161,8 +162,9 @@ export function BarChart({ id, title, unit, bars }: ChartText & { bars: Bar[] })
           if (value === null) return '';
           const y = TOP + PLOT_H - scale(value, range, PLOT_H);
           const height = Math.max(Math.abs(zero - y), ZERO_MARK);
+          const top = value < 0 ? zero : Math.min(y, zero - ZERO_MARK);
           return (
-            <rect x={(LEFT + slot * i + gap / 2).toFixed(2)} y={(value < 0 ? zero : Math.min(y, zero - ZERO_MARK)).toFixed(2)}
+            <rect x={(LEFT + slot * i + gap / 2).toFixed(2)} y={top.toFixed(2)}
               width={(slot - gap).toFixed(2)} height={height.toFixed(2)}>
               <title safe>{`${label}: ${formatNumber(value)} ${unit}`}</title>
             </rect>

@@ -1,7 +1,7 @@
 /**
  * What the installation page shows of consumption: the last 30, 90 or 365 calendar days (days without a
- * record add zero, and are told apart from days with a record of zero), the lifetime sums, and the state of health by month, from a summary of every
- * stored day gathered in one pass (oldest first).
+ * record add zero, and are told apart from days with a record of zero), the lifetime sums, and the state
+ * of health by month, from a summary of every stored day gathered in one pass (oldest first).
  */
 import type { ConsumptionDay } from '../consumption/history.ts';
 import type { DayValues } from '../consumption/totals.ts';
@@ -62,7 +62,7 @@ export function summarize(records: Iterable<ConsumptionDay>): ConsumptionSummary
   return { days, lifetime, soh };
 }
 
-/** The period's calendar days up to `today` (days without a record as zero km, not recorded), with the lifetime and SoH. */
+/** The period's calendar days up to `today` (days without a record: zero, not recorded), with the lifetime and SoH. */
 export function consumptionView({ days, lifetime, soh }: ConsumptionSummary, today: string, period: Period): ConsumptionView {
   const todayMs = Date.parse(today);
   const first = dateOf(todayMs - (period - 1) * DAY_MS);
@@ -103,7 +103,10 @@ export function grouped(days: Driven[], grouping: Grouping): Driven[] {
       last.km += day.km;
       last.kwh += day.kwh;
       last.recorded += day.recorded;
-    } else groups.push({ ...day, label, ...(groups.length === 0 && start !== day.label ? { partFrom: day.label } : {}) });
+    } else {
+      const partial = groups.length === 0 && start !== day.label;
+      groups.push({ ...day, label, ...(partial ? { partFrom: day.label } : {}) });
+    }
   }
   return groups;
 }

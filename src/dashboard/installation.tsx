@@ -84,7 +84,8 @@ function Consumption({ view }: { view: InstallationView }) {
   const grouping = groupingOf(view.period);
   // The charts draw the table's rows: 30 daily bars, 13 weekly or 12 monthly, never 365 hairlines.
   const rows = grouped(days, grouping);
-  const bars = (field: 'km' | 'kwh') => rows.map((row) => ({ label: row.label, value: row.recorded > 0 ? row[field] : null }));
+  const bars = (field: 'km' | 'kwh') =>
+    rows.map((row) => ({ label: row.label, value: row.recorded > 0 ? row[field] : null }));
   if (view.consumption.lifetime === null) {
     return (
       <section aria-labelledby="consumption">
@@ -110,6 +111,10 @@ function Consumption({ view }: { view: InstallationView }) {
   );
 }
 
+/** A row's label; a partial first week or month says the day it begins: `2025-11 (from 11-26)`. */
+const rowLabel = (row: Driven) =>
+  row.partFrom === undefined ? row.label : `${row.label} (from ${row.partFrom.slice(5)})`;
+
 function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'week' | 'month' }) {
   const heading = grouping === 'day' ? 'Day' : grouping === 'week' ? 'Week from' : 'Month';
   return (
@@ -120,7 +125,7 @@ function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'we
         <tbody>
           {rows.map((row) => (
             <tr>
-              <th scope="row" safe>{row.partFrom === undefined ? row.label : `${row.label} (from ${row.partFrom.slice(5)})`}</th>
+              <th scope="row" safe>{rowLabel(row)}</th>
               {row.recorded === 0 ? <td colspan="3" class="muted">no record</td> : (
                 <>
                   <td class="n" safe>{formatNumber(row.km)}</td>

@@ -81,7 +81,9 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
     const form = await readForm(request, bodyBounds);
     const who = presenterOf(request);
     const result = await sessions.signIn(form.get('password'), who, sessionToken(request, config));
-    if (result.outcome === 'locked') return signInPage(429, lockedText(result.lockout), retryAfter(result.lockout.seconds));
+    if (result.outcome === 'locked') {
+      return signInPage(429, lockedText(result.lockout), retryAfter(result.lockout.seconds));
+    }
     if (result.outcome === 'wrong') {
       log.warn('dashboard.wrong_password', { address: who.address });
       return result.lockout.seconds > 0
@@ -135,7 +137,9 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   for (const [path, handle] of Object.entries(pages.get)) app.get(path, page(signedIn(handle), log));
   for (const [path, handle] of Object.entries(pages.post)) app.post(path, page(signedInForm(handle), log), handlerReadsBody);
   // Any other method or path under /dashboard, the bare path included, is a page too: with the page headers.
-  for (const path of [DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.all(path, page(() => notFoundPage(), log), handlerReadsBody);
+  for (const path of [DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) {
+    app.all(path, page(() => notFoundPage(), log), handlerReadsBody);
+  }
   return app;
 }
 

@@ -49,7 +49,9 @@ export class DashboardSessions {
   async signIn(password: string | null, who: Presenter, held: string | null): Promise<SignIn> {
     const check = this.lock.check(password, who);
     if (check === 'locked') return { outcome: 'locked', lockout: this.lock.lockout(who) };
-    if (check === 'wrong') return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockout: this.lock.lockout(who) };
+    if (check === 'wrong') {
+      return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockout: this.lock.lockout(who) };
+    }
     const token = newSecret();
     const createdAt = this.now();
     await this.committer.write('insertDashboardSession', {
@@ -102,9 +104,11 @@ export class DashboardSessions {
  */
 export async function endSessionsOfAnotherPassword(db: Database, committer: Committer, password: string, log: Logger) {
   const kept = keptPassword(db);
-  if (kept !== null && timingSafeEqual(Buffer.from(fingerprintOf(password, kept.salt)), Buffer.from(kept.fingerprint))) return;
+  const same = (a: string, b: string) => timingSafeEqual(Buffer.from(a), Buffer.from(b));
+  if (kept !== null && same(fingerprintOf(password, kept.salt), kept.fingerprint)) return;
   const salt = newSecret();
-  const ended = await committer.write('keepPasswordEndingSessions', { salt, fingerprint: fingerprintOf(password, salt) });
+  const fingerprint = fingerprintOf(password, salt);
+  const ended = await committer.write('keepPasswordEndingSessions', { salt, fingerprint });
   if (kept !== null) log.info('dashboard.password_changed', { ended });
 }
 

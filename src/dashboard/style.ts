@@ -52,8 +52,10 @@ ul.links{margin:0;padding-left:1.2rem}ul.links li{margin:.3rem 0}
 ul.devices{list-style:none;margin:0;padding:0;display:grid;gap:1rem}@media (min-width:56rem){ul.devices{grid-template-columns:repeat(2,minmax(0,1fr))}}
 ul.devices li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}ul.devices h3{font-size:1rem;margin:0 0 .5rem;overflow-wrap:anywhere}
 ul.devices form{margin:.75rem 0 0}
-ul.sessions{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}@media (min-width:56rem){ul.sessions{grid-template-columns:repeat(3,minmax(0,1fr))}}
-ul.sessions li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}ul.sessions h3{font-size:1rem;margin:0 0 .5rem}
+ul.sessions{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}
+@media (min-width:56rem){ul.sessions{grid-template-columns:repeat(3,minmax(0,1fr))}}
+ul.sessions li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}
+ul.sessions h3{font-size:1rem;margin:0 0 .5rem}
 ul.sessions dl{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:.4rem 1rem}ul.sessions dl div{min-width:0}
 figure{margin:0 0 .75rem}figcaption{font-weight:600;margin:0 0 .25rem}
 `;

@@ -38,7 +38,8 @@ export class SampleHistory {
       `SELECT utc, ${FIELDS} FROM samples WHERE installation = ? AND utc <= ? ORDER BY utc DESC LIMIT 1`,
     );
     this.counted = db.query<{ installationId: string; n: number }, [number]>(
-      `SELECT uuid AS installationId, n FROM (SELECT installation, count(*) AS n FROM samples WHERE utc >= ? GROUP BY installation)
+      `SELECT uuid AS installationId, n
+       FROM (SELECT installation, count(*) AS n FROM samples WHERE utc >= ? GROUP BY installation)
        JOIN installations ON installations.id = installation`,
     );
     this.page = db.query<SampleRow, [number, number, number, number]>(
