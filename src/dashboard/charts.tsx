@@ -26,7 +26,7 @@ interface ChartText {
   unit: string;
 }
 
-// Text is 16 units high: at a phone's 412 px the chart is ~346 px wide, so its labels stay at least 13 px.
+// Text is 16 units high on a phone (the chart ~346 px wide at 412 px: labels of 13 px at least), 12 where wider.
 const WIDTH = 400;
 const HEIGHT = 230;
 const LEFT = 56;

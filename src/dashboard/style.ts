@@ -34,7 +34,7 @@ td.n,th.n{text-align:right}
 .pair{display:grid;gap:1rem}
 @media (min-width:56rem){.pair{grid-template-columns:minmax(0,3fr) minmax(0,2fr);align-items:start}}
 .chart{width:100%;height:auto;display:block;margin:0 0 .5rem}
-.chart text{fill:var(--text);font-size:16px}.chart .unit{font-weight:700}
+.chart text{fill:var(--text);font-size:16px}@media (min-width:40rem){.chart text{font-size:12px}}.chart .unit{font-weight:700}
 .chart .grid{stroke:var(--line);stroke-width:1}.chart .baseline{stroke:var(--muted);stroke-width:1}
 .chart .bars rect{fill:var(--bar)}.chart .line{fill:none;stroke:var(--bar);stroke-width:2}.chart .markers circle{fill:var(--bar)}
 .status-ok{color:var(--ok);font-weight:600}.status-warn{color:var(--warn);font-weight:600}.status-bad{color:var(--bad);font-weight:600}
