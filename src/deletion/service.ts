@@ -6,6 +6,7 @@
  */
 import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
+import { Poller } from '../db/poll.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { purgesAfter } from './store.ts';
@@ -20,7 +21,7 @@ export class PurgeWatcher {
   private applied = 0;
   /** The deletion of applied rows under way, if any. */
   private clearing: Promise<void> | null = null;
-  private watcher: Timer | null = null;
+  private readonly watcher = new Poller(() => this.check(), limits.purgeCheckMs);
 
   constructor(
     private readonly db: Database,
@@ -31,14 +32,12 @@ export class PurgeWatcher {
 
   /** Checks every `limits.purgeCheckMs`, so a purge is honoured within a second. */
   watch(): void {
-    this.watcher ??= setInterval(() => this.check(), limits.purgeCheckMs);
-    this.watcher.unref();
+    this.watcher.start();
   }
 
   /** Stops checking and waits for a deletion under way. */
   async stop(): Promise<void> {
-    if (this.watcher) clearInterval(this.watcher);
-    this.watcher = null;
+    this.watcher.stop();
     await this.clearing;
   }
 
