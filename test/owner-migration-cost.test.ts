@@ -1,16 +1,11 @@
 /** The owner data's migration reads a database's samples once: its backfill finds each newest utc through the key. */
 import { expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
+import { MIGRATIONS, OWNER_DATA } from './owner-support.ts';
 import { tempDir } from './support.ts';
 
-const MIGRATIONS = embeddedMigrations();
-/** The owner data's migration, found by what it makes: the lead may renumber it when merging branches. */
-const OWNER_DATA = MIGRATIONS.findIndex((migration) =>
-  migration.sql.some((part) => part.includes('CREATE TABLE `planner_status`')),
-);
 
 test('its backfill walks the key back once per installation and aggregates the samples in one pass', () => {
   const db = openDatabase(join(tempDir(), 'ev-ingest.db'), 'fast');
