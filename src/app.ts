@@ -110,7 +110,8 @@ export function createApp({
   const plannerStatus = new PlannerStatus(storage.db, planner);
   const ownerData = new OwnerData({ devices, samples, consumption, sessions, samplesReader: () => exportReader(storage.db) });
   // What the server holds in memory of an installation that the `purge` command deletes.
-  const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
+  const purgeHolders = [consumption, planner, { forget: () => devices.reloadIfChanged() }];
+  const purges = new PurgeWatcher(storage.db, storage.committer, purgeHolders, log);
   const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
@@ -161,7 +162,7 @@ export function createApp({
     await retention.stop();
     await planner.stop();
     devices.stop();
-    purges.stop();
+    await purges.stop();
     pairing?.book.stop();
   };
 

@@ -83,11 +83,13 @@ export class SampleHistory {
     { from, to }: UtcRange = {},
     pageRows: number = limits.exportPageRows,
   ): Generator<SampleRow[]> {
-    const installation = this.installation.get(installationId);
-    if (!installation) return;
     let after = (from ?? 0) - 1;
-    const last = to ?? Number.MAX_SAFE_INTEGER;
     for (;;) {
+      // Read a page at a time: a purge ends the export, and samples stored meanwhile are included.
+      const installation = this.installation.get(installationId);
+      if (installation?.latestUtc == null) return;
+      // The key leads with utc: bounded by the newest sample, the last page does not scan later installations' rows.
+      const last = Math.min(to ?? Number.MAX_SAFE_INTEGER, installation.latestUtc);
       // One statement a page, so that no read transaction stays open while the client reads.
       const page = this.page.values(installation.id, after, last, pageRows) as SampleRow[];
       if (page.length > 0) yield page;
