@@ -1,6 +1,6 @@
 /** Changing the approval password ends every dashboard session at the next start. */
 import { expect, test } from 'bun:test';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, scryptSync } from 'node:crypto';
 import { getPage, signIn } from './dashboard-support.ts';
 import { PASSWORD } from './pairing-support.ts';
 import { startTestService, tempDir } from './support.ts';
@@ -15,8 +15,14 @@ test('a restart with the same password keeps the sessions; with another, ends th
 
   const same = await startTestService({ approvalPassword: PASSWORD }, { dir });
   expect((await getPage(same, '/dashboard', cookie)).status).toBe(200);
-  const kept = same.storage.db.query('SELECT salt, fingerprint FROM dashboard_password').all();
+  const kept = same.storage.db.query<{ salt: string; fingerprint: string }, []>(
+    'SELECT salt, fingerprint FROM dashboard_password',
+  ).all();
   expect(kept).toHaveLength(1);
+  // A slow hash: a copy of the database must not test guesses at HMAC speed.
+  const { salt, fingerprint } = kept[0]!;
+  expect(fingerprint).toBe(scryptSync(PASSWORD, salt, 32, { N: 2 ** 14, r: 8, p: 1 }).toString('base64url'));
+  expect(fingerprint).not.toBe(createHmac('sha256', salt).update(PASSWORD).digest('base64url'));
   const stored = JSON.stringify(kept);
   const sha256 = createHash('sha256').update(PASSWORD);
   for (const plain of [PASSWORD, sha256.copy().digest('hex'), sha256.digest('base64url')]) {

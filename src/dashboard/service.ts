@@ -4,7 +4,7 @@
  * form token, derived from its secret, that every state-changing form must carry.
  */
 import type { Database } from 'bun:sqlite';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Consumption } from '../consumption/history.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
@@ -100,20 +100,24 @@ export class DashboardSessions {
 
 /**
  * Ends every session when the approval password is not the one they were opened under: changing it
- * signs out every browser. The database keeps only an HMAC of the password under its own random salt.
+ * signs out every browser. The database keeps only a salted scrypt of the password.
  */
 export async function endSessionsOfAnotherPassword(db: Database, committer: Committer, password: string, log: Logger) {
   const kept = keptPassword(db);
   const same = (a: string, b: string) => timingSafeEqual(Buffer.from(a), Buffer.from(b));
-  if (kept !== null && same(fingerprintOf(password, kept.salt), kept.fingerprint)) return;
+  if (kept !== null && same(await fingerprintOf(password, kept.salt), kept.fingerprint)) return;
   const salt = newSecret();
-  const fingerprint = fingerprintOf(password, salt);
+  const fingerprint = await fingerprintOf(password, salt);
   const ended = await committer.write('keepPasswordEndingSessions', { salt, fingerprint });
   if (kept !== null) log.info('dashboard.password_changed', { ended });
 }
 
-function fingerprintOf(password: string, salt: string): string {
-  return createHmac('sha256', salt).update(password).digest('base64url');
+/** A slow hash (about 35 ms here), so a copy of the database is no fast test of password guesses. */
+async function fingerprintOf(password: string, salt: string): Promise<string> {
+  const derived = await new Promise<Buffer>((resolve, reject) =>
+    scrypt(password, salt, 32, { N: 2 ** 14, r: 8, p: 1 }, (error, key) => (error ? reject(error) : resolve(key))),
+  );
+  return derived.toString('base64url');
 }
 
 /** A session's form token: a MAC of its secret, so it needs no storage and the stored hash cannot forge it. */

@@ -14,8 +14,8 @@ export const dashboardSessions = sqliteTable(
 );
 
 /**
- * The approval password the sessions were opened under, as a fingerprint: an HMAC-SHA256 of it keyed by
- * a random salt of this database. One row (id 1); a different fingerprint at start ends every session.
+ * The approval password the sessions were opened under, as a fingerprint: its scrypt under a random salt
+ * of this database. One row (id 1); a different fingerprint at start ends every session.
  */
 export const dashboardPassword = sqliteTable('dashboard_password', {
   id: integer('id').primaryKey(),
