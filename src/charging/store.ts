@@ -25,7 +25,7 @@ export class ChargingSessions {
   /** Sessions stored since the start (the metrics read it). */
   stored = 0;
 
-  constructor(private readonly committer: Committer) {}
+  constructor(private readonly committer: Committer<typeof chargingWrites>) {}
 
   async put(session: ChargingSession): Promise<void> {
     await this.committer.write('putChargingSession', session);
