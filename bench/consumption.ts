@@ -8,11 +8,7 @@
  * Environment: BENCH_SECONDS (length of each paced and wrk load, default 10), BENCH_YEARS (years of
  * chunks seeded, default 10; a fraction seeds fewer days, for a quick check).
  */
-import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
-import { plus, toStored, totalsOf, ZERO, type DayValues, type Totals } from '../src/consumption/totals.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { syncPath } from '../src/db/private-file.ts';
 import {
   AUTHORIZATION,
   benchDir,
@@ -27,6 +23,7 @@ import {
   type LoadResult,
   type Service,
 } from './lib.ts';
+import { closeSeedDatabase, openSeedDatabase, seedChunks } from './seed.ts';
 
 const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
 const YEARS = knob('BENCH_YEARS', 10);
@@ -35,48 +32,12 @@ const FIRST_DAY = Date.UTC(2016, 0, 1);
 const SECONDS = knob('BENCH_SECONDS', 10);
 const PACE = 200;
 
-/** Writes the chunks, their day sums and the lifetime sums as the service would have, in big transactions. */
+/** The database of a car that has uploaded chunks for YEARS. */
 function seed(path: string): { chunks: number; days: number } {
-  const db = new Database(path, { create: true, strict: true });
-  db.run('PRAGMA journal_mode = WAL');
-  db.run('PRAGMA synchronous = OFF');
-  migrate(db);
-  const insertChunk = db.query(
-    `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const insertDay = db.query(
-    `INSERT INTO consumption_days (installation_id, date, chunks, km, kwh, hours, soc_drop, unit_bits, soh_percent)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const days = Math.max(1, Math.round(YEARS * 365.25));
-  let lifetime: Totals = ZERO;
-  const seedDay = db.transaction((dayIndex: number) => {
-    const start = FIRST_DAY + dayIndex * 86_400_000;
-    const date = new Date(start).toISOString().slice(0, 10);
-    let sums: Totals = ZERO;
-    let soh: number | null = null;
-    for (let n = 0; n < CHUNKS_PER_DAY; n += 1) {
-      const values: DayValues = { km: 1 + (n % 7) * 0.25, kwh: 0.18 + (n % 5) * 0.01, hours: 1 / 30, socDrop: 0.3 };
-      soh = n % 10 === 0 ? 100 - dayIndex / 365 : soh;
-      insertChunk.run(INSTALLATION, start + n * 120_000, date, values.km, values.kwh, values.hours, values.socDrop, n % 10 === 0 ? soh : null);
-      sums = plus(sums, totalsOf(values));
-    }
-    const stored = toStored(sums);
-    insertDay.run(INSTALLATION, date, CHUNKS_PER_DAY, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits, soh);
-    lifetime = plus(lifetime, sums);
-  });
-  for (let day = 0; day < days; day += 1) seedDay(day);
-  const stored = toStored(lifetime);
-  db.query('INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits) VALUES (?, ?, ?, ?, ?, ?)').run(
-    INSTALLATION, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits,
-  );
-  db.run('PRAGMA wal_checkpoint(TRUNCATE)');
-  db.close();
-  // Written unsynced for speed: left so, the service's first checkpoint would flush the whole file (~1 s
-  // in which no write is answered, measured as the first load's p99) instead of what it wrote itself.
-  syncPath(path);
-  return { chunks: days * CHUNKS_PER_DAY, days };
+  const db = openSeedDatabase(path);
+  const seeded = seedChunks(db, { installationId: INSTALLATION, years: YEARS, chunksPerDay: CHUNKS_PER_DAY, firstDay: FIRST_DAY });
+  closeSeedDatabase(db, path);
+  return seeded;
 }
 
 /** PUTs in which every request writes a new key `k` (its path and body made by `make`, Lua). */

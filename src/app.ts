@@ -1,12 +1,20 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
+import { ChargingHistory } from './charging/history.ts';
 import { chargingRoutes } from './charging/routes.ts';
 import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
+import { isDashboardPath } from './dashboard/paths.ts';
+import { ownerPages } from './dashboard/pages.tsx';
+import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
+import { DashboardSessions } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
+import { exportReader } from './db/open.ts';
 import type { Storage } from './db/storage.ts';
+import { Retention } from './deletion/retention.ts';
+import { PurgeWatcher } from './deletion/service.ts';
 import { DeviceRegistry } from './devices/registry.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { readinessRoutes } from './health/routes.ts';
@@ -23,12 +31,16 @@ import { ApprovalLock } from './pairing/lock.ts';
 import { NO_STORE, pageHeadersOf } from './pairing/page.tsx';
 import { pairingRoutes } from './pairing/routes.tsx';
 import { Metrics } from './metrics/service.ts';
+import { ownerDataRoutes } from './owner/routes.ts';
+import { OwnerData } from './owner/service.ts';
 import { PlannerForwarder, type PlannerTimers } from './planner/forwarder.ts';
+import { PlannerStatus } from './planner/status.ts';
 import { waitingSamplesCounter } from './planner/store.ts';
 import type { PathHeaders } from './http/on-error.ts';
 import type { SampleForwarder } from './telemetry/forwarder.ts';
 import { relayRoutes } from './relay/routes.ts';
 import { Relay } from './relay/service.ts';
+import { SampleHistory } from './telemetry/history.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
 import { Telemetry } from './telemetry/samples.ts';
 
@@ -79,10 +91,26 @@ export function createApp({
   const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
-  const sessions = new ChargingSessions(storage.committer);
-  const planner = new PlannerForwarder({ config: config.planner, db: storage.db, committer: storage.committer, log, timers: plannerTimers });
+  const chargingSessions = new ChargingSessions(storage.committer, now);
+  const planner = new PlannerForwarder({
+    config: config.planner,
+    db: storage.db,
+    committer: storage.committer,
+    log,
+    timers: plannerTimers,
+    now,
+    elapsed,
+  });
   planner.resume();
-  const telemetry = new Telemetry(storage.committer, forwarder ?? planner);
+  const telemetry = new Telemetry(storage.committer, forwarder ?? planner, now);
+  // The owner's reads: the /v1 routes and the dashboard's pages call these same services.
+  const samples = new SampleHistory(storage.db);
+  const sessions = new ChargingHistory(storage.db);
+  const plannerStatus = new PlannerStatus(storage.db, planner);
+  const ownerData = new OwnerData({ devices, samples, consumption, sessions, samplesReader: () => exportReader(storage.db) });
+  // What the server holds in memory of an installation that the `purge` command deletes.
+  const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
+  const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
@@ -99,30 +127,67 @@ export function createApp({
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions }))
-    .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })));
+    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: chargingSessions }))
+    .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })))
+    .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     app
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
+    const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
+    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
+    app.use(
+      dashboardRoutes({
+        sessions: dashboardSessions,
+        config,
+        bodyBounds: pairingBounds,
+        log,
+        crossSites,
+        pages: ownerPages(reads, log, now),
+      }),
+    );
   }
 
   const { committer } = storage;
   const plannerWaiting = waitingSamplesCounter(storage.db, plannerWaitingReuseMs);
-  metrics.readFrom({ telemetry, consumption, sessions, committer, planner, plannerWaiting, pairing });
+  metrics.readFrom({ telemetry, consumption, sessions: chargingSessions, committer, planner, plannerWaiting, pairing });
 
   /** Stops the features' background work: the planner's sends (within its grace), the device and pairing timers. */
   const stop = async () => {
+    await retention.stop();
     await planner.stop();
     devices.stop();
+    purges.stop();
     pairing?.book.stop();
   };
 
   /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
-  const listenerHeaders: PathHeaders = (path) => (isApiPath(path) ? API_HEADERS : pairing ? pageHeadersOf(path) : {});
+  const listenerHeaders: PathHeaders = (path) => {
+    if (isApiPath(path)) return API_HEADERS;
+    if (!pairing) return {};
+    return isDashboardPath(path) ? DASHBOARD_HEADERS : pageHeadersOf(path);
+  };
 
-  return { app, auth, devices, pairing, planner, metrics, ready, stop, listenerHeaders };
+  return {
+    app,
+    auth,
+    devices,
+    pairing,
+    planner,
+    metrics,
+    purges,
+    retention,
+    ready,
+    stop,
+    listenerHeaders,
+    /** The owner's reads (see owner/service.ts): installations, samples, consumption, sessions, planner status, exports. */
+    ownerData,
+    samples,
+    consumption,
+    sessions,
+    plannerStatus,
+  };
 }
 
 export type Service = ReturnType<typeof createApp>;

@@ -1,5 +1,7 @@
 /** What the binary's commands (`devices`, `backup`) share: where they write and which database they use. */
+import { existsSync } from 'node:fs';
 import { databasePath, readEnvironment } from './config.ts';
+import { openStorage, type Storage } from './db/storage.ts';
 
 export type Out = (text: string) => void;
 
@@ -33,4 +35,22 @@ export function helpOrOption(args: string[], text: string, out: Out, err: Out, {
   const fileHint = takesFile ? ` (for a file whose name begins with "-", write ./${option})` : '';
   err(`ev-ingest: unknown option ${JSON.stringify(option)}; no command has options${fileHint}\n`);
   return usage(err, text);
+}
+
+/**
+ * Runs a command on the database at DATABASE_PATH, opened beside a running server with FULL durability
+ * (a command's writes are rare and must hold); exit 1 saying so when there is no database there.
+ */
+export async function withCommandStorage(err: Out, run: (storage: Storage) => Promise<number> | number): Promise<number> {
+  const path = commandDatabasePath();
+  if (!existsSync(path)) {
+    err(`ev-ingest: no database at ${path} (set DATABASE_PATH)\n`);
+    return 1;
+  }
+  const storage = await openStorage({ databasePath: path, durability: 'full' });
+  try {
+    return await run(storage);
+  } finally {
+    await storage.close();
+  }
 }

@@ -36,6 +36,8 @@ export interface Config {
   host: string;
   port: number;
   planner: PlannerConfig;
+  /** TELEMETRY_RETENTION_DAYS: samples older than this many days are deleted; unset keeps them for ever. */
+  telemetryRetentionDays?: number | null;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -232,12 +234,23 @@ export function serveConfig(env: Env): Config {
     trustProxy: oneOf(env, 'TRUST_PROXY', ['0', '1'], '0') === '1',
     ...listenAddress(env),
     planner: plannerConfig(env),
+    telemetryRetentionDays: retentionDays(env.TELEMETRY_RETENTION_DAYS),
   };
 }
 
 /** HOST and PORT: where the server listens; the health check reads them too, and no secret. */
 export function listenAddress(env: Env): Pick<Config, 'host' | 'port'> {
   return { host: nonEmpty(env.HOST) ?? '0.0.0.0', port: port(env.PORT) };
+}
+
+function retentionDays(value: string | undefined): number | null {
+  const text = nonEmpty(value);
+  if (text === undefined) return null;
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > limits.retentionDaysMax) {
+    const range = `from 1 to ${limits.retentionDaysMax}`;
+    throw new ConfigError(`TELEMETRY_RETENTION_DAYS must be a whole number of days ${range}; unset it to keep samples for ever`);
+  }
+  return Number(text);
 }
 
 function ingestToken(env: Env): string {

@@ -66,8 +66,28 @@ export const limits = {
   securityLogIntervalMs: 60_000,
   /** Lines of one such event per interval over all addresses; past them one summary line counts the rest. */
   securityLinesPerInterval: 60,
+  /** A dashboard session ends this long after its last use (sliding). */
+  dashboardSessionMs: 30 * 86_400_000,
+  /** A used session's expiry is moved forward at most this often: a write an hour, not one a page. */
+  dashboardSessionExtendMs: 3_600_000,
   /** How often the server checks whether another connection changed the devices (a CLI revocation). */
   deviceReloadCheckMs: 500,
+  /** How often the server checks whether the `purge` command deleted an installation. */
+  purgeCheckMs: 500,
+  /** Samples deleted by one write of a purge or of the retention: small, so ingest writes go on between them. */
+  deleteBatchSamples: 1000,
+  /**
+   * After each such write, a pause of this many times its length (at most `deletionPauseMaxMs`): deletions
+   * take a fifth of the writer's time at most.
+   */
+  deletionPauseFactor: 4,
+  deletionPauseMaxMs: 200,
+  /** How often samples past TELEMETRY_RETENTION_DAYS are deleted (also once at start). */
+  retentionIntervalMs: 3_600_000,
+  /** Largest TELEMETRY_RETENTION_DAYS (100 years). */
+  retentionDaysMax: 36_500,
+  /** Free pages given back to the file system by one write after deletions (4 MiB of 4 KiB pages). */
+  vacuumPagesPerWrite: 1024,
   /** A device's lastSeenAt is written at most this often. */
   lastSeenWriteIntervalMs: 60_000,
   /** Longest time reading one request body may take; a body still arriving is then cut off (400, closed). */
@@ -127,6 +147,26 @@ export const limits = {
   plannerMarkRetryMs: 1000,
   /** Of the failed writes of outcomes in a row (one per `plannerMarkRetryMs`), the first and then every this many are logged: once a minute. */
   plannerMarkFailuresLogged: 60,
+  /**
+   * Rows read by one statement of an export or a history read: what an export holds in memory at once,
+   * and what it writes in one turn of the event loop (small, so requests are answered between pages).
+   */
+  exportPageRows: 128,
+  /**
+   * An export's turn of the event loop that other work took longer than this (ms) is followed by a wait
+   * of `exportYieldFactor` times that work or the export's last page, the longer (at most
+   * `exportYieldMaxMs`), before its next page.
+   */
+  exportBusyMs: 0.1,
+  /** Page cache of an export's own read connection, in KiB. */
+  exportCacheKiB: 1024,
+  exportYieldFactor: 6,
+  exportYieldMaxMs: 50,
+  /** Charging sessions in one page of the list, by default and at most. */
+  sessionsPageDefault: 100,
+  sessionsPageMax: 1000,
+  /** An installation's `planner.sent` line is written at most this often while its samples go out. */
+  plannerSentLogMs: 60_000,
   /** How long shutdown waits for requests to the planner still in flight. */
   plannerShutdownGraceMs: 5000,
   /** A write unanswered, or a writer silent, this long turns `/v1/ready` to 503 (under the healthcheck's 5 s). */

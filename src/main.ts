@@ -6,7 +6,9 @@ import { healthcheckCommand, HEALTHCHECK_USAGE } from './cli/healthcheck.ts';
 import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
 import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
+import { purgeCommand, PURGE_USAGE } from './deletion/cli.ts';
 import { createLogger } from './log.ts';
+import { statusCommand, STATUS_USAGE } from './planner/cli.ts';
 import { exitWhenStopped, serve } from './server.ts';
 import { VERSION } from './version.ts';
 
@@ -15,8 +17,9 @@ const SERVE_USAGE = `  ev-ingest [serve]              serve (configuration from 
 const CONFIGURATION = `Configuration: INGEST_TOKEN (required, at least 24 printable ASCII characters),
 APPROVAL_PASSWORD, PUBLIC_URL, TRUST_PROXY, HOST, PORT, DATABASE_PATH, PLANNER_URL,
 PLANNER_API_KEY, PLANNER_TOKEN, PLANNER_TOKENS, LOG_LEVEL, LOG_FORMAT, DURABILITY,
-METRICS_LISTEN. Secrets also accept <NAME>_FILE. The devices and backup commands need only
-DATABASE_PATH, healthcheck only HOST and PORT. See docs/configuration.md.`;
+METRICS_LISTEN, TELEMETRY_RETENTION_DAYS. Secrets also accept <NAME>_FILE. The devices, backup,
+status and purge commands need only DATABASE_PATH, healthcheck only HOST and PORT. See
+docs/configuration.md.`;
 
 const USAGE = `ev-ingest ${VERSION}: self-hosted ingest service for electric cars
 
@@ -24,6 +27,8 @@ Usage:
 ${SERVE_USAGE}
 ${DEVICES_USAGE}
 ${BACKUP_USAGE}
+${STATUS_USAGE}
+${PURGE_USAGE}
 ${HEALTHCHECK_USAGE}
   ev-ingest --help               print this help
   ev-ingest --version            print the version
@@ -49,6 +54,10 @@ async function main(args: string[]): Promise<number> {
       return devicesCommand(args.slice(1));
     case 'backup':
       return backupCommand(args.slice(1));
+    case 'status':
+      return statusCommand(args.slice(1));
+    case 'purge':
+      return purgeCommand(args.slice(1));
     case 'healthcheck':
       return healthcheckCommand(args.slice(1));
     default:

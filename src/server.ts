@@ -52,6 +52,8 @@ export async function serve(
   );
   await service.ready;
   service.devices.watch();
+  service.purges.watch();
+  service.retention.start();
   service.pairing?.book.watch();
 
   let server: Listener;

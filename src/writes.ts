@@ -1,6 +1,8 @@
 /** Every write operation the writer knows: each feature's store contributes its own, the db layer knows none. */
 import { chargingWrites } from './charging/store.ts';
 import { consumptionWrites } from './consumption/store.ts';
+import { dashboardWrites } from './dashboard/store.ts';
+import { deletionWrites } from './deletion/store.ts';
 import { deviceWrites } from './devices/store.ts';
 import { knownAddressWrites } from './pairing/known-addresses.ts';
 import { plannerWrites } from './planner/store.ts';
@@ -13,5 +15,7 @@ export const writeOps = {
   ...consumptionWrites,
   ...chargingWrites,
   ...plannerWrites,
+  ...dashboardWrites,
+  ...deletionWrites,
   ...knownAddressWrites,
 } satisfies Record<string, WriteOp>;

@@ -40,7 +40,12 @@ type Session = Record<string, unknown>;
 const putSession = (body: unknown, sessionId = SESSION, token?: string | null) =>
   service.request('PUT', `/v1/charging-sessions/${sessionId}`, { body, token });
 
-const rows = () => service.storage.db.query('SELECT * FROM charging_sessions').all();
+/** The stored rows, without the time the server received them (test/owner-reads.test.ts covers it). */
+const rows = () =>
+  service.storage.db
+    .query<Record<string, unknown>, []>('SELECT * FROM charging_sessions')
+    .all()
+    .map(({ received_at, ...row }) => row);
 
 const appRow = {
   installation_id: INSTALLATION,

@@ -33,6 +33,7 @@ describe('serveConfig', () => {
       approvalPassword: null,
       publicUrl: '',
       trustProxy: false,
+      telemetryRetentionDays: null,
       host: '0.0.0.0',
       port: 8080,
       databasePath: './data/ev-ingest.db',

@@ -5,6 +5,7 @@
 import { expect, test } from 'bun:test';
 import { existsSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, skipWithoutChromium } from './chromium.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
 import { INSTALLATION, OTHER_INSTALLATION, tempDir, testConfig } from './support.ts';
@@ -17,22 +18,14 @@ interface BrowserWindow {
   document: { documentElement: { scrollWidth: number } };
 }
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI !== 'true') {
-  console.warn(`\n!!! ${CHROMIUM} is missing: SKIPPING the real-browser test of /pair (apt-get install chromium) !!!\n`);
-}
+const skipped = skipWithoutChromium('/pair');
 
-test.skipIf(!available && process.env.CI !== 'true')('a phone browser approves a car on /pair', async () => {
+test.skipIf(skipped)('a phone browser approves a car on /pair', async () => {
   expect(existsSync(CHROMIUM)).toBe(true); // under CI=true a missing browser fails
   const dir = tempDir();
   const profile = tempDir('ev-ingest-chromium-');
   const running = await serve(testConfig(dir, { approvalPassword: PASSWORD }), createMemoryLogger());
-  const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true });
+  const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
   try {
     const car = (path: string, body: object) =>
       fetch(new URL(path, running.url), { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })

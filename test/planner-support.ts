@@ -123,9 +123,10 @@ export function states(target: TestService, installationId: string): [number, nu
     .map((row) => [row.utc, row.state]);
 }
 
-/** The forwarder's log lines (retries, given-up samples), without their time stamps. */
+/** The forwarder's log lines (retries, given-up samples), without their time stamps; planner-status.test.ts covers planner.sent. */
 export function plannerLog(target: TestService): string[] {
-  return target.log.lines.filter((line) => line.includes(' planner.')).map((line) => line.slice(line.indexOf(' ') + 1));
+  const lines = target.log.lines.filter((line) => line.includes(' planner.') && !line.includes(' planner.sent '));
+  return lines.map((line) => line.slice(line.indexOf(' ') + 1));
 }
 
 /** Seeds waiting samples and wakes the installation's loop, without waiting for it. */

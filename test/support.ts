@@ -131,11 +131,21 @@ export async function startTestService(
   };
 }
 
-/** `ev-ingest devices …` from source in a process of its own, in a folder without the checkout's `.env`. */
-export async function runDevicesCommand(databasePath: string, args: string[], env: Record<string, string> = {}) {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), 'devices', ...args], {
+/** `ev-ingest devices …` from source (see `runCommand`). */
+export function runDevicesCommand(databasePath: string, args: string[], env: Record<string, string> = {}) {
+  return runCommand(databasePath, ['devices', ...args], { env });
+}
+
+/** `ev-ingest ARGS…` from source in a process of its own, in a folder without the checkout's `.env`; `input` on its stdin. */
+export async function runCommand(
+  databasePath: string,
+  args: string[],
+  { env = {}, input = '' }: { env?: Record<string, string>; input?: string } = {},
+) {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../src/main.ts'), ...args], {
     cwd: tempDir(),
     env: { PATH: process.env.PATH, DATABASE_PATH: databasePath, ...env },
+    stdin: new TextEncoder().encode(input),
     stdout: 'pipe',
     stderr: 'pipe',
   });

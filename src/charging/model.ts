@@ -37,7 +37,7 @@ export interface ChargingSession extends OptionalNumbers {
 /** 1 to `limits.sessionIdMaxChars` characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit (the app sends UUIDs). */
 const SESSION_ID = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${limits.sessionIdMaxChars - 1}}$`);
 
-function parseSessionId(value: string): string {
+export function parseSessionId(value: string): string {
   if (!SESSION_ID.test(value)) {
     invalid('sessionId', `must be 1..${limits.sessionIdMaxChars} characters of A-Z a-z 0-9 . _ - starting with a letter or digit`);
   }

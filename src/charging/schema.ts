@@ -1,4 +1,4 @@
-import { integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 
 /** Finished charging sessions keyed by (installation, sessionId): a repeated PUT replaces. */
 export const chargingSessions = sqliteTable(
@@ -22,6 +22,12 @@ export const chargingSessions = sqliteTable(
     isDemo: integer('is_demo', { mode: 'boolean' }),
     /** The power curve as JSON: `[{"timestampMs", "powerKw", "socPercent"?}]`, null when not sent. */
     curve: text('curve', { mode: 'json' }),
+    /** When the server stored the session (Unix ms); null for sessions stored before it was recorded. */
+    receivedAt: integer('received_at'),
   },
-  (table) => [primaryKey({ columns: [table.installationId, table.sessionId] })],
+  (table) => [
+    primaryKey({ columns: [table.installationId, table.sessionId] }),
+    // The list and the export read an installation's sessions newest first, a page at a time.
+    index('charging_sessions_started').on(table.installationId, table.startedAt, table.sessionId),
+  ],
 );

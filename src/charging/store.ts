@@ -9,8 +9,11 @@ const columns = Object.entries(getTableColumns(chargingSessions));
 const PUT_SESSION = `INSERT OR REPLACE INTO charging_sessions (${columns.map(([, column]) => column.name).join(', ')})
   VALUES (${columns.map(([key]) => `$${key}`).join(', ')})`;
 
+/** A session as written: with the time the server received it (Unix ms). */
+export type ReceivedSession = ChargingSession & { receivedAt: number };
+
 /** Inserts the session, or replaces every field of the one stored under the same id. */
-const putChargingSession: WriteOp<ChargingSession, void> = (db, session) => {
+const putChargingSession: WriteOp<ReceivedSession, void> = (db, session) => {
   db.query(PUT_SESSION).run({
     ...session,
     isDemo: session.isDemo === null ? null : Number(session.isDemo),
@@ -25,10 +28,13 @@ export class ChargingSessions {
   /** Sessions stored since the start (the metrics read it). */
   stored = 0;
 
-  constructor(private readonly committer: Committer<typeof chargingWrites>) {}
+  constructor(
+    private readonly committer: Committer<typeof chargingWrites>,
+    private readonly now: () => number,
+  ) {}
 
   async put(session: ChargingSession): Promise<void> {
-    await this.committer.write('putChargingSession', session);
+    await this.committer.write('putChargingSession', { ...session, receivedAt: this.now() });
     this.stored += 1;
   }
 }

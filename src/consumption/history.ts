@@ -6,14 +6,22 @@ import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Chunk } from './model.ts';
-import { type consumptionWrites, readHistory, type StoredHistory } from './store.ts';
-import { fromStored, minus, valuesOf, ZERO, type DayValues } from './totals.ts';
+import { installationsWithChunks, readDaysAfter, readHistory, type StoredHistory, type consumptionWrites } from './store.ts';
+import { fromStored, minus, plus, valuesOf, ZERO, type DayValues } from './totals.ts';
 
 interface HistoryRecord {
   date: string;
   day: DayValues;
   sohPercent?: number;
   /** Every day up to and including this one, days beyond those returned (`limits.historyDays`) included. */
+  lifetime: DayValues;
+}
+
+/** A day of the whole history: its sums, its state of health (null when no chunk carried one), the sums up to it. */
+export interface ConsumptionDay {
+  date: string;
+  day: DayValues;
+  sohPercent: number | null;
   lifetime: DayValues;
 }
 
@@ -41,6 +49,42 @@ export class Consumption {
       // Only after the commit: a read between an earlier forgetting and the commit would cache the old answer.
       this.answers.delete(chunk.installationId);
     }
+  }
+
+  /** Every installation that has stored chunks. */
+  installations(): string[] {
+    return installationsWithChunks(this.db);
+  }
+
+  /** Forgets the installation's cached answer (its data was deleted by another process). */
+  forget(installationId: string): void {
+    this.answers.delete(installationId);
+  }
+
+  /**
+   * Every day of the installation, oldest first, with the running lifetime sums, a page at a time. The
+   * sums are added up exactly as the pages are read, so they equal the history's lifetime.
+   */
+  *dayPages(installationId: string, pageRows: number = limits.exportPageRows): Generator<ConsumptionDay[]> {
+    let lifetime = ZERO;
+    let after = '';
+    for (;;) {
+      const page = readDaysAfter(this.db, installationId, after, pageRows);
+      if (page.length > 0) {
+        yield page.map((stored) => {
+          const day = fromStored(stored);
+          lifetime = plus(lifetime, day);
+          return { date: stored.date, day: valuesOf(day), sohPercent: stored.sohPercent, lifetime: valuesOf(lifetime) };
+        });
+      }
+      if (page.length < pageRows) return;
+      after = page.at(-1)!.date;
+    }
+  }
+
+  /** Every day of the installation, oldest first (see `dayPages`). */
+  *days(installationId: string): Generator<ConsumptionDay> {
+    for (const page of this.dayPages(installationId)) yield* page;
   }
 
   /** The history of a (lower-case) installation id as JSON text. */

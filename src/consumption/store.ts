@@ -157,3 +157,21 @@ export function readHistory(db: Database, installationId: string, days: number):
     lifetime: readLifetime(db, installationId),
   }))();
 }
+
+/** A page of the installation's days after `afterDate`, oldest first. */
+export function readDaysAfter(db: Database, installationId: string, afterDate: string, limit: number): HistoryDay[] {
+  return db
+    .query<HistoryDay, [string, string, number]>(
+      `SELECT date, ${SUMS}, soh_percent AS sohPercent
+       FROM consumption_days WHERE installation_id = ? AND date > ? ORDER BY date LIMIT ?`,
+    )
+    .all(installationId, afterDate, limit);
+}
+
+/** Every installation with a lifetime row, which its first chunk makes. */
+export function installationsWithChunks(db: Database): string[] {
+  return db
+    .query<{ id: string }, []>('SELECT installation_id AS id FROM consumption_lifetimes')
+    .all()
+    .map((row) => row.id);
+}

@@ -184,9 +184,14 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
   db.run('PRAGMA temp_store = MEMORY');
 }
 
+/** A database without a page yet gets incremental auto-vacuum: pages freed by deletions can go back to the file system. */
+function incrementalIfNew(db: Database): void {
+  if (db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count === 0) db.run('PRAGMA auto_vacuum = INCREMENTAL');
+}
+
 /**
- * Puts a new file in WAL mode, retried within the busy timeout: while another process switches it,
- * SQLite answers SQLITE_BUSY at once rather than wait (two lock upgrades could deadlock).
+ * Puts a new file in WAL mode (and incremental auto-vacuum), retried within the busy timeout: while another
+ * process switches it, SQLite answers SQLITE_BUSY at once rather than wait (two lock upgrades could deadlock).
  */
 function switchToWal(db: Database): string | undefined {
   const giveUpAt = performance.now() + limits.databaseBusyMs;
@@ -194,6 +199,7 @@ function switchToWal(db: Database): string | undefined {
   try {
     for (;;) {
       try {
+        incrementalIfNew(db);
         return db.query<{ journal_mode: string }, []>('PRAGMA journal_mode = WAL').get()?.journal_mode;
       } catch (error) {
         // Given up when no time is left for another try after the pause.
@@ -206,4 +212,15 @@ function switchToWal(db: Database): string | undefined {
     // The connection's wait for the other one's lock (writer or reader) from now on, whatever the tries left.
     db.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
   }
+}
+
+/**
+ * A read-only connection to the database `db` is open on, with a small page cache: for one long
+ * sequential read (an export), which needs no cache and must not take the shared connection's.
+ */
+export function exportReader(db: Database): Database {
+  const reader = new Database(databaseFile(db), { readonly: true, strict: true });
+  reader.run(`PRAGMA busy_timeout = ${limits.databaseBusyMs}`);
+  reader.run(`PRAGMA cache_size = -${limits.exportCacheKiB}`);
+  return reader;
 }

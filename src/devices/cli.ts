@@ -4,9 +4,8 @@
  * (OVMS, a script) still gets a token. A running server sees the change within a second
  * (DeviceRegistry.watch).
  */
-import { existsSync } from 'node:fs';
-import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
-import { openStorage, type Storage } from '../db/storage.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
+import type { Storage } from '../db/storage.ts';
 import { optional, uuid } from '../http/validate.ts';
 import { deviceName } from '../pairing/model.ts';
 import { newSecret } from '../secret.ts';
@@ -43,19 +42,10 @@ export async function devicesCommand(
       return 2;
     }
   }
-  const databasePath = commandDatabasePath();
-  if (!existsSync(databasePath)) {
-    err(`ev-ingest: no database at ${databasePath} (set DATABASE_PATH)\n`);
-    return 1;
-  }
-  // A revocation is rare and must hold: always FULL, whatever the server's DURABILITY.
-  const storage = await openStorage({ databasePath, durability: 'full' });
-  try {
-    if (device) return await add(storage, device, out, err);
-    return action === 'list' ? list(storage, out) : await revoke(storage, id!, out, err);
-  } finally {
-    await storage.close();
-  }
+  return withCommandStorage(err, (storage) => {
+    if (device) return add(storage, device, out, err);
+    return action === 'list' ? list(storage, out) : revoke(storage, id!, out, err);
+  });
 }
 
 function list(storage: Storage, out: Out): number {

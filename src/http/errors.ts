@@ -18,6 +18,8 @@ export const messages = {
   crossSite: 'a web page of another site may not start or poll pairing',
   tooManyWrongPasswords: 'too many wrong passwords, retry later',
   deviceNotFound: 'device not found',
+  sessionNotFound: 'charging session not found',
+  noSamples: 'no samples',
   internal: 'internal server error',
 } as const;
 

@@ -14,6 +14,7 @@ interface RouteContext {
 interface Authenticated {
   caller: Caller;
   params: Record<string, string>;
+  request: Request;
 }
 
 interface AuthenticatedBody extends Authenticated {
@@ -29,7 +30,7 @@ function authenticated<R>(auth: Authenticator, bounds: BodyBounds, handle: (inpu
   return async ({ request, params }: RouteContext) => {
     const caller = auth.authenticate(request.headers.get('authorization'), request);
     await readBody(request, bounds);
-    return handle({ caller, params });
+    return handle({ caller, params, request });
   };
 }
 
@@ -38,7 +39,7 @@ function authenticatedBody<R>(auth: Authenticator, bounds: BodyBounds, handle: (
   return async ({ request, params }: RouteContext) => {
     const caller = auth.authenticate(request.headers.get('authorization'), request);
     const body = await readJsonObject(request, bounds);
-    return handle({ caller, body, params });
+    return handle({ caller, body, params, request });
   };
 }
 
@@ -60,6 +61,23 @@ export function ownedBody<T extends OfInstallation, R>(
 ) {
   return authenticatedBody(auth, bounds, ({ caller, body, params }) => {
     const value = parse(body, params);
+    assertMayUse(caller, value.installationId);
+    return handle(value);
+  });
+}
+
+/**
+ * The pipeline for a read naming its installation in the path or the query: `parse` checks the path
+ * and the query (400), then a paired car's token must be for that installation (403), as for a write.
+ */
+export function ownedRead<T extends OfInstallation, R>(
+  auth: Authenticator,
+  bounds: BodyBounds,
+  parse: (params: Record<string, string>, query: URLSearchParams) => T,
+  handle: (value: T) => R,
+) {
+  return authenticated(auth, bounds, ({ caller, params, request }) => {
+    const value = parse(params, new URL(request.url).searchParams);
     assertMayUse(caller, value.installationId);
     return handle(value);
   });

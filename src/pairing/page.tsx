@@ -33,17 +33,22 @@ export const NO_STORE = 'no-store';
 export const PAIR_PATH = '/pair';
 
 /**
- * Headers of every `/pair` answer: no script, no framing, nothing cached, no referrer leaking the code to
- * another site. `same-origin`, not `no-referrer`: with the latter the form's post says `Origin: null`,
- * which the cross-site check (`isCrossSite`) must refuse.
+ * Headers of every page (`styleSrc`: the CSP source of its style): no script, no framing, nothing cached,
+ * no referrer leaking a code or an address to another site. `same-origin`, not `no-referrer`: with the
+ * latter a form's post says `Origin: null`, which the cross-site check (`isCrossSite`) must refuse.
  */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Security-Policy': `default-src 'none'; style-src 'sha256-${styleHash}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-  'X-Frame-Options': 'DENY',
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'same-origin',
-  'Cache-Control': NO_STORE,
-};
+export function pageHeaders(styleSrc: string): Readonly<Record<string, string>> {
+  return {
+    'Content-Security-Policy': `default-src 'none'; style-src ${styleSrc}; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'X-Frame-Options': 'DENY',
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'same-origin',
+    'Cache-Control': NO_STORE,
+  };
+}
+
+/** Headers of every `/pair` answer. */
+export const PAGE_HEADERS = pageHeaders(`'sha256-${styleHash}'`);
 
 /**
  * `PAGE_HEADERS` for a raw request path that names the page (`/pair`, `/pair/`, and spellings such as
@@ -65,18 +70,27 @@ export function pageAnswer(status: number, page: JSX.Element, headers: Record<st
   return { status, page, headers };
 }
 
+/** The head of every page (/pair's and the dashboard's): a phone's width, not indexed, no icon request; `children` add its style. */
+export function PageHead({ title, children }: { title: string; children: Children }) {
+  return (
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="robots" content="noindex" />
+      {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
+      <link rel="icon" href="data:," />
+      <title safe>{title} · ev-ingest</title>
+      {children}
+    </head>
+  );
+}
+
 function Layout({ title, children }: { title: string; children: Children }) {
   return (
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
-        {/* An empty icon: no request for /favicon.ico (img-src allows data:). */}
-        <link rel="icon" href="data:," />
-        <title safe>{title} · ev-ingest</title>
+      <PageHead title={title}>
         <style>{safeStyle}</style>
-      </head>
+      </PageHead>
       <body>
         <main>
           <h1 safe>{title}</h1>

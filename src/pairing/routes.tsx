@@ -187,7 +187,7 @@ function carRoutes(
  * The approval form's fields. The page's form is URL-encoded; a body declared as anything else (a
  * script's multipart or JSON) is refused instead of read as an empty form, which would name no code.
  */
-async function readForm(request: Request, bodyBounds: BodyBounds): Promise<URLSearchParams> {
+export async function readForm(request: Request, bodyBounds: BodyBounds): Promise<URLSearchParams> {
   // The type first: a body that cannot be a form is refused without reading it.
   const type = request.headers.get('content-type');
   if (type !== null && type.split(';')[0]!.trim().toLowerCase() !== 'application/x-www-form-urlencoded') {

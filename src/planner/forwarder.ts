@@ -6,6 +6,7 @@
  * when it cannot be trusted (docs/architecture.md, The planner outbox).
  */
 import type { Database } from 'bun:sqlite';
+import { monotonicNow } from '../clock.ts';
 import type { PlannerConfig } from '../config.ts';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
@@ -14,7 +15,8 @@ import { PlannerState } from '../telemetry/schema.ts';
 import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 import { OutcomeLedger, type OutcomeTimers } from './outcomes.ts';
-import { installationsWithPending, pendingSamplesReader, waitingSampleReader } from './store.ts';
+import { SentLog } from './sent-log.ts';
+import { installationsWithPending, pendingSamplesReader, waitingSampleReader, type PlannerFailure } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
@@ -45,6 +47,10 @@ export interface ForwarderOptions {
   committer: Committer;
   log: Logger;
   timers?: PlannerTimers;
+  /** The wall clock (Unix ms) of the status's times. */
+  now?: () => number;
+  /** A monotonic clock (ms) for the spacing of `planner.sent` lines. */
+  elapsed?: () => number;
 }
 
 /** One installation's loop: its queue and its backoff. */
@@ -61,6 +67,8 @@ interface Installation {
   more: boolean;
   /** Delay before the next attempt, kept across samples and loops so a planner that is down is probed less often. */
   backoffMs: number;
+  /** When the attempt waiting out a backoff is due (Unix ms); null while none waits. */
+  nextAttemptAt: number | null;
 }
 
 /** A sample on its way to the planner. */
@@ -104,8 +112,12 @@ export class PlannerForwarder implements SampleForwarder {
   private readonly readPendingPage;
   private readonly readPendingSample;
   private readonly timers: PlannerTimers;
+  private readonly now: () => number;
+  private readonly sentLog: SentLog;
 
   constructor(private readonly options: ForwarderOptions) {
+    this.now = options.now ?? Date.now;
+    this.sentLog = new SentLog(options.log, options.elapsed ?? monotonicNow);
     this.readPendingPage = pendingSamplesReader(options.db);
     this.readPendingSample = waitingSampleReader(options.db);
     this.timers = options.timers ?? realTimers;
@@ -136,12 +148,38 @@ export class PlannerForwarder implements SampleForwarder {
     this.stored(installationId, { added: [], rewritten: true });
   }
 
+  /**
+   * The installation was purged by another process: its queue goes, and a sample on its way is read
+   * again before it is sent (and found gone), so none of its samples reaches the planner any more.
+   */
+  forget(installationId: string): void {
+    const installation = this.installations.get(installationId);
+    if (installation) {
+      installation.queue = [];
+      installation.reread = true;
+      installation.rewrites += 1;
+    }
+    this.quiet.delete(installationId);
+    this.backoffs.delete(installationId);
+    this.outcomes.forget(installationId);
+  }
+
   /** Start-up scan: sends what was still waiting when the server last stopped. */
   resume(): void {
     if (this.options.config.apiKey === null) return;
     const waiting = installationsWithPending(this.options.db).filter((id) => this.forwards(id));
     for (const id of waiting) this.recheck(id);
     if (waiting.length > 0) this.options.log.info('planner.resumed', { installations: waiting.length });
+  }
+
+  /** When the installation's next attempt is due while it waits out a backoff (Unix ms), else null. */
+  nextAttemptAt(installationId: string): number | null {
+    return this.installations.get(installationId)?.nextAttemptAt ?? null;
+  }
+
+  /** The installation's last failed attempt while it is not written yet (it goes with the next outcomes). */
+  unwrittenFailure(installationId: string): PlannerFailure | undefined {
+    return this.outcomes.unwrittenFailure(installationId);
   }
 
   /** For the start-up line: `off`, `all installations` or `N installations`; never a key or a token. */
@@ -190,7 +228,16 @@ export class PlannerForwarder implements SampleForwarder {
 
   /** Starts an installation's loop, with the backoff it left off with. */
   private startLoop(id: string, token: string): Installation {
-    const installation: Installation = { id, token, queue: [], reread: true, rewrites: 0, more: false, backoffMs: this.backoffs.get(id) ?? 0 };
+    const installation: Installation = {
+      id,
+      token,
+      queue: [],
+      reread: true,
+      rewrites: 0,
+      more: false,
+      backoffMs: this.backoffs.get(id) ?? 0,
+      nextAttemptAt: null,
+    };
     this.backoffs.delete(id);
     this.installations.set(id, installation);
     const loop = this.drain(installation)
@@ -256,7 +303,10 @@ export class PlannerForwarder implements SampleForwarder {
     const outgoing: Outgoing = { utc: sample[0] as number, body: this.bodyOf(installation, sample), rewritesSeen: installation.rewrites };
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) {
-        await this.pause(this.jittered(installation.backoffMs));
+        const ms = this.jittered(installation.backoffMs);
+        installation.nextAttemptAt = this.now() + ms;
+        await this.pause(ms);
+        installation.nextAttemptAt = null;
         // The outbox may have changed during the wait: read the sample again once a slot is held.
         outgoing.rewritesSeen = null;
       }
@@ -268,13 +318,16 @@ export class PlannerForwarder implements SampleForwarder {
           return false;
         case 'accepted':
           installation.backoffMs = 0;
-          await this.outcomes.record(installation.id, sample[0] as number, PlannerState.sent);
+          await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.sent, at: this.now() });
           this.stats.sent += 1;
+          this.sentLog.sent(installation.id);
           return true;
         case 'rejected':
           installation.backoffMs = 0;
+          this.recordFailure(installation.id, delivery.reason, attempt);
           return this.giveUp(installation, sample, delivery.reason, attempt);
         case 'retry':
+          this.recordFailure(installation.id, delivery.reason, attempt);
           installation.backoffMs = Math.min(
             installation.backoffMs * 2 || limits.plannerBackoffFirstMs,
             limits.plannerBackoffMaxMs,
@@ -359,10 +412,22 @@ export class PlannerForwarder implements SampleForwarder {
   /** Logs and records a sample given up; true, as the loop goes on with the next one. */
   private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
-    await this.outcomes.record(installation.id, sample[0] as number, PlannerState.givenUp);
+    await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.givenUp, at: this.now() });
     this.stats.givenUp += 1;
     countFailure(this.failures.givenUp, reason);
     return true;
+  }
+
+  /** Keeps the failed attempt as the installation's last failure, written with the next outcomes. */
+  private recordFailure(installationId: string, reason: FailureReason, attempt: number): void {
+    this.sentLog.failed(installationId);
+    this.outcomes.failed({
+      installationId,
+      at: this.now(),
+      status: 'status' in reason ? reason.status : null,
+      error: 'error' in reason ? reason.error : null,
+      attempt,
+    });
   }
 
   /** Equal jitter: between half and all of the delay, so installations retrying together spread out. */

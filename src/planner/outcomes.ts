@@ -6,7 +6,7 @@
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import type { plannerWrites, SettledSample } from './store.ts';
+import type { PlannerFailure, plannerWrites, SettledSample } from './store.ts';
 
 /** The one wait of the ledger: how long outcomes gather before their write (the forwarder's timers). */
 export interface OutcomeTimers {
@@ -17,6 +17,8 @@ export interface OutcomeTimers {
 export class OutcomeLedger {
   /** Outcomes waiting to be written together. */
   private settled: SettledSample[] = [];
+  /** Each installation's last failed attempt not written yet: it goes with the next write of outcomes. */
+  private lastFailures = new Map<string, PlannerFailure>();
   private settling: Promise<void> | null = null;
   /** The write of outcomes under way, if any. */
   private writing: Promise<void> | null = null;
@@ -40,9 +42,28 @@ export class OutcomeLedger {
   ) {}
 
   /** Records an outcome; resolves once its write is over: committed, or failed and kept for a later one. */
-  record(installationId: string, utc: number, state: SettledSample['state']): Promise<void> {
-    this.settled.push({ installationId, utc, state });
+  record(outcome: SettledSample): Promise<void> {
+    this.settled.push(outcome);
     return this.writeSettledIn(limits.plannerMarkGatherMs);
+  }
+
+  /**
+   * Keeps a failed attempt for the installation's forwarding status. It rides with the next write of
+   * outcomes (the sample's own, once sent or given up, or the one at shutdown), so failing costs no commit.
+   */
+  failed(failure: PlannerFailure): void {
+    this.lastFailures.set(failure.installationId, failure);
+  }
+
+  /** Drops what is kept of a purged installation: its rows are gone, and an outcome's write must not bring its status back. */
+  forget(installationId: string): void {
+    this.lastFailures.delete(installationId);
+    this.settled = this.settled.filter((outcome) => outcome.installationId !== installationId);
+  }
+
+  /** The installation's last failed attempt not written yet, if any. */
+  unwrittenFailure(installationId: string): PlannerFailure | undefined {
+    return this.lastFailures.get(installationId);
   }
 
   /** The installation's answered samples whose outcome is not written yet, if any (see `unrecorded`). */
@@ -81,7 +102,7 @@ export class OutcomeLedger {
     this.cancelSettling();
     this.settling = null;
     await this.writing; // a retry under way: what it fails comes back to `settled`
-    if (this.settled.length > 0) await this.writeSettled();
+    if (this.settled.length > 0 || this.lastFailures.size > 0) await this.writeSettled();
   }
 
   private writeSettledIn(ms: number): Promise<void> {
@@ -98,18 +119,20 @@ export class OutcomeLedger {
    */
   private writeSettled(): Promise<void> {
     const samples = this.settled;
+    const failures = [...this.lastFailures.values()];
     this.settled = [];
+    this.lastFailures = new Map();
     this.settling = null;
-    const writing = this.writeOutcomes(samples).finally(() => {
+    const writing = this.writeOutcomes(samples, failures).finally(() => {
       if (this.writing === writing) this.writing = null;
     });
     this.writing = writing;
     return writing;
   }
 
-  private async writeOutcomes(samples: SettledSample[]): Promise<void> {
+  private async writeOutcomes(samples: SettledSample[], failures: PlannerFailure[]): Promise<void> {
     try {
-      await this.committer.write('plannerSettled', samples);
+      await this.committer.write('plannerSettled', { samples, failures });
       if (this.failures > 0) this.log.info('planner.mark_recovered', { failures: this.failures });
       this.failures = 0;
       this.recorded(samples);
@@ -119,6 +142,8 @@ export class OutcomeLedger {
         this.unrecorded.set(installationId, (this.unrecorded.get(installationId) ?? new Set()).add(utc));
       }
       this.settled.push(...samples);
+      // Kept unless a newer failure of the installation came meanwhile.
+      for (const failure of failures) if (!this.lastFailures.has(failure.installationId)) this.lastFailures.set(failure.installationId, failure);
       if (!this.halted) void this.writeSettledIn(limits.plannerMarkRetryMs);
     }
   }

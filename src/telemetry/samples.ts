@@ -12,6 +12,7 @@ export class Telemetry {
   constructor(
     private readonly committer: Committer<typeof telemetryWrites>,
     private readonly forwarder: SampleForwarder,
+    private readonly now: () => number,
   ) {}
 
   /** Stores the usable samples as one write; the forwarder learns of the samples this write made waiting, and whether it rewrote waiting ones. */
@@ -24,7 +25,7 @@ export class Telemetry {
 
   private async storeRows({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
     const forward = this.forwarder.forwards(installationId);
-    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows));
+    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows, this.now()));
     if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
     this.samplesStored += rows.length;
   }

@@ -12,6 +12,9 @@ export const PlannerState = {
   givenUp: 3,
 } as const;
 
+/** An installation row renamed so by a purge: its samples wait to be deleted, and no read finds them by the id. */
+export const PURGED_PREFIX = 'purged:';
+
 /**
  * The installations that sent samples, each under a small number: samples are keyed by that number
  * rather than the 36-character id, so rows and key entries are smaller and a commit writes fewer pages.
@@ -20,6 +23,9 @@ export const installations = sqliteTable('installations', {
   id: integer('id').primaryKey(),
   /** The installation id, lower-cased. */
   uuid: text('uuid').notNull().unique(),
+  /** The newest `utc` stored (never lowered by deletions), and when the batch holding it was received (Unix ms). */
+  latestUtc: integer('latest_utc'),
+  latestReceivedAt: integer('latest_received_at'),
 });
 
 /**

@@ -14,6 +14,8 @@ export interface SampleWrite {
   packed: ArrayBuffer;
   /** Row by row, the text columns; null when the batch has no text value at all. */
   texts: (string | null)[] | null;
+  /** When the server received the batch (Unix ms). */
+  receivedAt: number;
 }
 
 /** A write read back on the writer: `numbers` and `texts` laid out as in `SampleWrite`. */
@@ -33,7 +35,13 @@ const textColumns = sampleFieldNames.flatMap((name, i) => (sampleFields[name].ki
 const HEADER = 2;
 
 /** The write of a batch's usable rows (as the validator gives them), made on the request thread. */
-export function sampleWrite(installationId: string, plannerSentUtc: number, forward: boolean, rows: SampleRow[]): SampleWrite {
+export function sampleWrite(
+  installationId: string,
+  plannerSentUtc: number,
+  forward: boolean,
+  rows: SampleRow[],
+  receivedAt: number = Date.now(),
+): SampleWrite {
   const numericWidth = numericColumns.length;
   const textWidth = textColumns.length;
   const packed = new Float64Array(new ArrayBuffer((HEADER + rows.length * numericWidth) * 8));
@@ -52,7 +60,7 @@ export function sampleWrite(installationId: string, plannerSentUtc: number, forw
       texts[r * textWidth + c] = value as string;
     }
   }
-  return { installationId, packed: packed.buffer, texts };
+  return { installationId, packed: packed.buffer, texts, receivedAt };
 }
 
 function unpack({ packed, texts }: SampleWrite): SampleBatch {
@@ -95,9 +103,20 @@ const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
   const installation = installationKey(db, write.installationId);
   const batch = unpack(write);
   insertSamples(db, installation, batch, stored);
+  noteLatest(db, installation, batch, write.receivedAt);
   if (withdrawSentByCar(db, installation, batch)) stored.rewritten = true;
   return stored;
 };
+
+/** A batch holding the installation's newest sample so far records its `utc` and when it came. */
+function noteLatest(db: Database, installation: number, batch: SampleBatch, receivedAt: number): void {
+  let newest = -Infinity;
+  for (let r = 0; r < batch.count; r++) newest = Math.max(newest, utcOf(batch, r));
+  db.query(
+    `UPDATE installations SET latest_utc = ?1, latest_received_at = ?2
+     WHERE id = ?3 AND (latest_utc IS NULL OR latest_utc <= ?1)`,
+  ).run(newest, receivedAt, installation);
+}
 
 /** Withdraws the waiting sample at `plannerSentUtc`, which the car says the planner has; answers whether one was. */
 function withdrawSentByCar(db: Database, installation: number, { forward, plannerSentUtc }: SampleBatch): boolean {

@@ -1,0 +1,23 @@
+/** @jsxImportSource @kitajs/html */
+/** The sign-in page: the approval password, and why the last try was refused. */
+import { Layout, Notice } from './layout.tsx';
+import { SIGN_IN_PATH } from './paths.ts';
+
+export function SignInPage({ notice }: { notice?: string }) {
+  return (
+    <Layout title="Sign in">
+      <section class="signin">
+        <h1>Sign in</h1>
+        <Notice text={notice} />
+        <p>Sign in with the server's approval password (the one that approves car pairings).</p>
+        <form method="post" action={SIGN_IN_PATH}>
+          {/* Lets password managers file the approval password under a name; the server ignores it. */}
+          <input name="username" autocomplete="username" value="ev-ingest approval" hidden readonly />
+          <label for="password">Approval password</label>
+          <input id="password" name="password" type="password" required autocomplete="current-password" />
+          <button type="submit">Sign in</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}

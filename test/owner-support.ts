@@ -1,0 +1,23 @@
+/** What the tests of the owner's reads share: stored days of consumption, and the status of an installation nothing was forwarded for. */
+import { expect } from 'bun:test';
+import { consumptionChunk, type TestService } from './support.ts';
+
+/** Stores one chunk a day (`[date, km, sohPercent?]`, 2 kWh, half an hour, 1 % each) and checks each was taken. */
+export async function putDays(service: Pick<TestService, 'request'>, days: (readonly [string, number, number?])[]) {
+  for (const [date, km, sohPercent] of days) {
+    const day = { km, kwh: 2, hours: 0.5, socDrop: 1 };
+    const chunk = consumptionChunk({ date, recordedAt: Date.parse(date) + 1000, day, sohPercent });
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk })).status).toBe(204);
+  }
+}
+
+/** The forwarding status of an installation with nothing sent, given up, waiting or failed. */
+export const NOTHING_FORWARDED = {
+  waiting: 0,
+  sent: 0,
+  givenUp: 0,
+  lastSentAt: null,
+  lastSentUtc: null,
+  lastFailure: null,
+  nextAttemptAt: null,
+};
