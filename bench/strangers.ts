@@ -39,7 +39,7 @@ const CONNECTIONS = 32;
 const LOAD = { connections: CONNECTIONS, seconds: SECONDS, batchSize: BATCH_SIZE };
 
 /** The commit a revision names, refused when it names none or this checkout's own. */
-async function baseCommit(revision: string): Promise<string> {
+export async function baseCommit(revision: string): Promise<string> {
   const commitOf = async (name: string) => {
     const child = Bun.spawn(['git', 'rev-parse', '--verify', '--quiet', `${name}^{commit}`], {
       cwd: ROOT,
@@ -56,7 +56,7 @@ async function baseCommit(revision: string): Promise<string> {
 }
 
 /** The binary of `revision`, built in a folder of its own from `git archive` (this checkout's node_modules lent). */
-async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
+export async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
   const dir = benchDir();
   const archive = Bun.spawn(['sh', '-c', `git archive ${revision} | tar -x -C ${dir}`], {
     cwd: ROOT,
@@ -69,7 +69,7 @@ async function buildRevision(revision: string): Promise<{ binary: string; dir: s
   return { binary: join(dir, 'dist', 'ev-ingest'), dir };
 }
 
-async function startSide(binary: string) {
+export async function startSide(binary: string) {
   const dir = benchDir();
   const env = { INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'bench-approval-password', DATABASE_PATH: join(dir, 'ev.db') };
   return { running: await startBinary(binary, env, dir), dir };

@@ -5,6 +5,7 @@
  */
 import {
   calendarDate,
+  compiledParser,
   finiteNumber,
   invalid,
   numberIn,
@@ -29,7 +30,8 @@ export interface Chunk {
   snapshot: boolean;
 }
 
-export function parseChunk(body: JsonObject): Chunk {
+/** A chunk checked field by field: the 400 names the first bad field. */
+export function explainChunk(body: JsonObject): Chunk {
   return {
     installationId: uuid(body.installationId, 'installationId'),
     recordedAt: timeMs(body.recordedAt, 'recordedAt'),
@@ -153,3 +155,18 @@ export const consumptionApi: ApiOperation[] = [
     },
   },
 ];
+
+/** A chunk the schema accepts; whether its date exists is the one rule the schema cannot hold. */
+function readChunk(body: JsonObject): Chunk {
+  const day = body.day as DayValues;
+  return {
+    installationId: (body.installationId as string).toLowerCase(),
+    recordedAt: body.recordedAt as number,
+    date: calendarDate(body.date, 'date'),
+    day: { km: day.km, kwh: day.kwh, hours: day.hours, socDrop: day.socDrop },
+    sohPercent: (body.sohPercent as number | null | undefined) ?? null,
+    snapshot: isObject(body.lifetime),
+  };
+}
+
+export const parseChunk = compiledParser(ChunkSchema, readChunk, explainChunk);

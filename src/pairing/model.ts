@@ -3,14 +3,15 @@ import { Type } from '@sinclair/typebox';
 import { messages } from '../http/errors.ts';
 import { errorAnswer, sharedErrors, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
 import { limits } from '../limits.ts';
-import { invalid, optional, required, uuid, type JsonObject } from '../http/validate.ts';
+import { compiledParser, invalid, optional, required, uuid, type JsonObject } from '../http/validate.ts';
 
 export interface StartRequest {
   installationId: string;
   name: string | null;
 }
 
-export function parseStart(body: JsonObject): StartRequest {
+/** A start checked field by field: the 400 names the first bad field. */
+export function explainStart(body: JsonObject): StartRequest {
   return { installationId: uuid(body.installationId, 'installationId'), name: optional(body.name, 'name', deviceName) };
 }
 
@@ -59,7 +60,7 @@ export function deviceName(value: unknown, path: string): string {
   return value as string;
 }
 
-export function parsePoll(body: JsonObject): string {
+export function explainPoll(body: JsonObject): string {
   const pairingId = required(body.pairingId, 'pairingId');
   if (typeof pairingId !== 'string' || pairingId === '') invalid('pairingId', 'must be a non-empty string');
   return pairingId;
@@ -163,3 +164,12 @@ export const pairingApi: ApiOperation[] = [
     },
   },
 ];
+
+/** A start the schema accepts; what a name may hold (showable text) is the rule the schema cannot. */
+const readStart = (body: JsonObject): StartRequest => ({
+  installationId: (body.installationId as string).toLowerCase(),
+  name: optional(body.name, 'name', deviceName),
+});
+
+export const parseStart = compiledParser(StartSchema, readStart, explainStart);
+export const parsePoll = compiledParser(PollSchema, (body) => body.pairingId as string, explainPoll);
