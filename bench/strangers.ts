@@ -39,7 +39,7 @@ const CONNECTIONS = 32;
 const LOAD = { connections: CONNECTIONS, seconds: SECONDS, batchSize: BATCH_SIZE };
 
 /** The commit a revision names, refused when it names none or this checkout's own. */
-export async function baseCommit(revision: string): Promise<string> {
+async function baseCommit(revision: string): Promise<string> {
   const commitOf = async (name: string) => {
     const child = Bun.spawn(['git', 'rev-parse', '--verify', '--quiet', `${name}^{commit}`], {
       cwd: ROOT,
@@ -56,7 +56,7 @@ export async function baseCommit(revision: string): Promise<string> {
 }
 
 /** The binary of `revision`, built in a folder of its own from `git archive` (this checkout's node_modules lent). */
-export async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
+async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
   const dir = benchDir();
   const archive = Bun.spawn(['sh', '-c', `git archive ${revision} | tar -x -C ${dir}`], {
     cwd: ROOT,
@@ -69,10 +69,25 @@ export async function buildRevision(revision: string): Promise<{ binary: string;
   return { binary: join(dir, 'dist', 'ev-ingest'), dir };
 }
 
-export async function startSide(binary: string) {
+async function startSide(binary: string) {
   const dir = benchDir();
   const env = { INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: 'bench-approval-password', DATABASE_PATH: join(dir, 'ev.db') };
   return { running: await startBinary(binary, env, dir), dir };
+}
+
+/** The binaries of `revision` and of this checkout, each started on a database of its own; `stop` removes all. */
+export async function startBaseAndThis(revision: string) {
+  const commit = await baseCommit(revision);
+  await buildBinary();
+  const base = await buildRevision(commit);
+  const before = await startSide(base.binary);
+  const after = await startSide(BINARY);
+  const stop = async () => {
+    await before.running.stop();
+    await after.running.stop();
+    for (const dir of [before.dir, after.dir, base.dir]) rmSync(dir, { recursive: true, force: true });
+  };
+  return { commit, before: before.running, after: after.running, stop };
 }
 
 const load = (url: URL) => telemetryLoad(url, LOAD);
@@ -109,19 +124,15 @@ async function addedWork(): Promise<void> {
 }
 
 if (import.meta.main) {
-  const commit = await baseCommit(BASE);
-  await buildBinary();
-  const base = await buildRevision(commit);
-  const before = await startSide(base.binary);
-  const after = await startSide(BINARY);
+  const { commit, before, after, stop } = await startBaseAndThis(BASE);
   console.log(
     `# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
   );
   try {
     const [baseRuns, ourRuns] = await alternate(
       ROUNDS,
-      () => load(before.running.url),
-      () => load(after.running.url),
+      () => load(before.url),
+      () => load(after.url),
     );
     const ratios = ourRuns.map((run, round) => run.requestsPerSecond / baseRuns[round]!.requestsPerSecond);
     const line = (name: string, runs: LoadResult[]) => {
@@ -154,8 +165,6 @@ if (import.meta.main) {
     console.log(`raw figures: ${resultPath}`);
     await addedWork();
   } finally {
-    await before.running.stop();
-    await after.running.stop();
-    for (const dir of [before.dir, after.dir, base.dir]) rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 }
