@@ -15,7 +15,9 @@ import {
   buildBinary,
   formatLoad,
   knob,
+  chunkPutScript,
   LUA_AUTHORIZATION,
+  putScript,
   paced,
   quantile,
   startService,
@@ -40,21 +42,8 @@ function seed(path: string): { chunks: number; days: number } {
   return seeded;
 }
 
-/** PUTs in which every request writes a new key `k` (its path and body made by `make`, Lua). */
-const putScript = (make: string) => `${LUA_AUTHORIZATION}wrk.method = "PUT"
-wrk.headers["Content-Type"] = "application/json"
-local threads = 0
-function setup(thread) thread:set("offset", threads * 1000000000) threads = threads + 1 end
-local n = 0
-request = function()
-  n = n + 1
-  local k = 1767312000000 + offset + n
-  ${make}
-end
-`;
 /** Chunks of today's driving, each at a new recordedAt. */
-const chunkPuts = putScript(`return wrk.format(nil, nil, nil, string.format('{"installationId":"${INSTALLATION}",' ..
-    '"recordedAt":%d,"date":"2026-01-02","day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', k))`);
+const chunkPuts = chunkPutScript(INSTALLATION);
 /**
  * App 2.2.39's snapshots of a day whose chunks are older than the chunk PUTs' (run after them): a write
  * that must tell whether a delta of its day follows the day's newest snapshot.

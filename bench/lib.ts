@@ -285,3 +285,20 @@ export async function memoryMiB(pid: number): Promise<{ rss: number; peak: numbe
   const mib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
   return { rss: mib('VmRSS'), peak: mib('VmHWM') };
 }
+
+/** PUTs in which every request writes a new key `k` (its path and body made by `make`, Lua). */
+export const putScript = (make: string) => `${LUA_AUTHORIZATION}wrk.method = "PUT"
+wrk.headers["Content-Type"] = "application/json"
+local threads = 0
+function setup(thread) thread:set("offset", threads * 1000000000) threads = threads + 1 end
+local n = 0
+request = function()
+  n = n + 1
+  local k = 1767312000000 + offset + n
+  ${make}
+end
+`;
+/** Chunks of today's driving of `installationId`, each at a new recordedAt. */
+export const chunkPutScript = (installationId: string) =>
+  putScript(`return wrk.format(nil, nil, nil, string.format('{"installationId":"${installationId}",' ..
+    '"recordedAt":%d,"date":"2026-01-02","day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', k))`);

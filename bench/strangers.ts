@@ -75,6 +75,21 @@ async function startSide(binary: string) {
   return { running: await startBinary(binary, env, dir), dir };
 }
 
+/** The binaries of `revision` and of this checkout, each started on a database of its own; `stop` removes all. */
+export async function startBaseAndThis(revision: string) {
+  const commit = await baseCommit(revision);
+  await buildBinary();
+  const base = await buildRevision(commit);
+  const before = await startSide(base.binary);
+  const after = await startSide(BINARY);
+  const stop = async () => {
+    await before.running.stop();
+    await after.running.stop();
+    for (const dir of [before.dir, after.dir, base.dir]) rmSync(dir, { recursive: true, force: true });
+  };
+  return { commit, before: before.running, after: after.running, stop };
+}
+
 const load = (url: URL) => telemetryLoad(url, LOAD);
 
 const IN_PROCESS_REQUESTS = 200_000;
@@ -109,19 +124,15 @@ async function addedWork(): Promise<void> {
 }
 
 if (import.meta.main) {
-  const commit = await baseCommit(BASE);
-  await buildBinary();
-  const base = await buildRevision(commit);
-  const before = await startSide(base.binary);
-  const after = await startSide(BINARY);
+  const { commit, before, after, stop } = await startBaseAndThis(BASE);
   console.log(
     `# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
   );
   try {
     const [baseRuns, ourRuns] = await alternate(
       ROUNDS,
-      () => load(before.running.url),
-      () => load(after.running.url),
+      () => load(before.url),
+      () => load(after.url),
     );
     const ratios = ourRuns.map((run, round) => run.requestsPerSecond / baseRuns[round]!.requestsPerSecond);
     const line = (name: string, runs: LoadResult[]) => {
@@ -154,8 +165,6 @@ if (import.meta.main) {
     console.log(`raw figures: ${resultPath}`);
     await addedWork();
   } finally {
-    await before.running.stop();
-    await after.running.stop();
-    for (const dir of [before.dir, after.dir, base.dir]) rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 }

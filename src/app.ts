@@ -1,5 +1,14 @@
 /** Assembles the service from its features. No listening here: tests call `app.handle()`. */
 import { Elysia } from 'elysia';
+import { chargingApi } from './charging/model.ts';
+import { consumptionApi } from './consumption/model.ts';
+import { deviceApi } from './devices/model.ts';
+import { healthApi } from './health/model.ts';
+import { openApiDocument, type ApiOperation } from './http/openapi.ts';
+import { ownerApi } from './owner/model.ts';
+import { pairingApi } from './pairing/model.ts';
+import { relayApi } from './relay/model.ts';
+import { telemetryApi } from './telemetry/model.ts';
 import { ChargingHistory } from './charging/history.ts';
 import { chargingRoutes } from './charging/routes.ts';
 import { ChargingSessions } from './charging/store.ts';
@@ -120,12 +129,14 @@ export function createApp({
     book: new PairingBook(devices, log, elapsed),
     lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
   };
+  const apiDocument = openApiDocument(apiOperations(pairing !== null));
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
   const app = new Elysia({ handler: { standardHostname: false } })
     .onError(answerError(log))
     .onRequest(storeNothingOfTheApi)
     .get('/v1/health', () => ({ status: 'ok' }))
+    .get('/v1/openapi.json', () => apiDocument)
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
     .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
     .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
@@ -202,6 +213,17 @@ type HeadersOfAnswer = Record<string, string | number>;
  * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
  * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
  */
+/** Every operation the API document describes: the pairing and device ones only when pairing is on. */
+export const apiOperations = (pairingOn: boolean): ApiOperation[] => [
+  ...healthApi,
+  ...telemetryApi,
+  ...consumptionApi,
+  ...chargingApi,
+  ...ownerApi,
+  ...relayApi,
+  ...(pairingOn ? [...pairingApi, ...deviceApi] : []),
+];
+
 export function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
   if (isApiPath(pathOf(request.url))) set.headers['cache-control'] = NO_STORE;
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { commitGroup, type WriteOp } from '../src/db/group.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
-import { writeOps } from '../src/db/writes.ts';
+import { writeOps } from '../src/writes.ts';
 import { sampleFieldNames } from '../src/telemetry/fields.ts';
 import type { SampleRow } from '../src/telemetry/model.ts';
 import { sampleWrite } from '../src/telemetry/store.ts';

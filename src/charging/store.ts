@@ -29,7 +29,7 @@ export class ChargingSessions {
   stored = 0;
 
   constructor(
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof chargingWrites>,
     private readonly now: () => number,
   ) {}
 

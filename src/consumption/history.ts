@@ -6,7 +6,7 @@ import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Chunk } from './model.ts';
-import { installationsWithChunks, readDaysAfter, readHistory, type StoredHistory } from './store.ts';
+import { installationsWithChunks, readDaysAfter, readHistory, type StoredHistory, type consumptionWrites } from './store.ts';
 import { fromStored, minus, plus, valuesOf, ZERO, type DayValues } from './totals.ts';
 
 interface HistoryRecord {
@@ -38,7 +38,7 @@ export class Consumption {
 
   constructor(
     private readonly db: Database,
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof consumptionWrites>,
   ) {}
 
   async putChunk(chunk: Chunk): Promise<void> {

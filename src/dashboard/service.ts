@@ -13,7 +13,7 @@ import type { ApprovalLock, Lockout, Presenter } from '../pairing/lock.ts';
 import { newSecret } from '../secret.ts';
 import { summarize, type ConsumptionSummary } from './consumption-view.ts';
 import type { Logger } from '../log.ts';
-import { findSession, keptPassword } from './store.ts';
+import { findSession, keptPassword, type dashboardWrites } from './store.ts';
 
 /** A session a request presented and the server still holds. */
 export interface DashboardSession {
@@ -37,7 +37,7 @@ const SECRET = /^[A-Za-z0-9_-]{43}$/;
 export class DashboardSessions {
   constructor(
     private readonly db: Database,
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof dashboardWrites>,
     private readonly lock: ApprovalLock,
     private readonly now: () => number = Date.now,
   ) {}
@@ -102,7 +102,12 @@ export class DashboardSessions {
  * Ends every session when the approval password is not the one they were opened under: changing it
  * signs out every browser. The database keeps only a salted scrypt of the password.
  */
-export async function endSessionsOfAnotherPassword(db: Database, committer: Committer, password: string, log: Logger) {
+export async function endSessionsOfAnotherPassword(
+  db: Database,
+  committer: Committer<typeof dashboardWrites>,
+  password: string,
+  log: Logger,
+) {
   const kept = keptPassword(db);
   const same = (a: string, b: string) => timingSafeEqual(Buffer.from(a), Buffer.from(b));
   if (kept !== null && same(await fingerprintOf(password, kept.salt), kept.fingerprint)) return;

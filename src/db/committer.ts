@@ -3,9 +3,8 @@
  * answers only once the group holding the write has committed (and, with FULL durability, is on disk).
  */
 import type { Durability } from '../config.ts';
-import type { Outcome, Write, WriteFailure } from './group.ts';
+import type { Outcome, Write, WriteFailure, WriteOp } from './group.ts';
 import type { FromWriter, ToWriter } from './protocol.ts';
-import type { WriteArgs, WriteName, WriteResult } from './writes.ts';
 import { limits } from '../limits.ts';
 import { StorageError, unusableDatabase } from './open.ts';
 import { smoothed, WalClosedError, WalSync, type SyncFile } from './wal-sync.ts';
@@ -54,7 +53,14 @@ export interface CommitterStats {
   syncs: number;
 }
 
-export class Committer {
+/** The write operations a committer runs, by name; each feature's store contributes its own. */
+export type WriteOps = Record<string, WriteOp>;
+
+/**
+ * `Ops` types `write()`: a feature holds a `Committer<typeof itsWrites>`, so the db layer needs no
+ * list of every feature's writes (the worker gets that list from src/writes.ts).
+ */
+export class Committer<Ops extends WriteOps = WriteOps> {
   private queue: Pending[] = [];
   /** Groups handed to the writer and not committed yet, oldest first: the one it runs, perhaps one behind. */
   private atWriter: Pending[][] = [];
@@ -128,7 +134,7 @@ export class Committer {
     }
   }
 
-  write<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
+  write<K extends keyof Ops & string>(op: K, args: Parameters<Ops[K]>[1]): Promise<ReturnType<Ops[K]>> {
     if (this.closing || this.broken) {
       return Promise.reject(this.broken ?? closedError());
     }

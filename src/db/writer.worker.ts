@@ -8,7 +8,7 @@ import type { Database } from 'bun:sqlite';
 import { commitGroup } from './group.ts';
 import { databaseFile, openDatabase } from './open.ts';
 import type { ToWriter } from './protocol.ts';
-import { writeOps } from './writes.ts';
+import { writeOps } from '../writes.ts';
 
 declare const self: Worker;
 

@@ -8,7 +8,7 @@ import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import { isUuid } from '../uuid.ts';
 import { yieldWriter } from './retention.ts';
-import { detachedInstallations } from './store.ts';
+import { detachedInstallations, type deletionWrites } from './store.ts';
 
 export const PURGE_USAGE = `  ev-ingest purge ID [--yes]     delete every row of an installation (samples, consumption,
                                  sessions, devices, forwarding facts); asks for the id again unless --yes`;
@@ -53,7 +53,7 @@ export async function purgeCommand(
 }
 
 /** Deletes the samples of detached installations a batch per write: a running server's writes go on between them. */
-async function deleteDetachedSamples(committer: Committer, installations: number[]): Promise<number> {
+async function deleteDetachedSamples(committer: Committer<typeof deletionWrites>, installations: number[]): Promise<number> {
   let total = 0;
   for (const installation of installations) {
     let after = -1;

@@ -8,6 +8,7 @@ import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
+import type { deletionWrites } from './store.ts';
 
 /**
  * Waits `limits.deletionPauseFactor` times as long as a deletion's write took: deletions take at most a
@@ -27,7 +28,7 @@ export class Retention {
 
   constructor(
     private readonly db: Database,
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof deletionWrites>,
     private readonly log: Logger,
     /** Days samples are kept; null keeps them for ever. */
     private readonly days: number | null,

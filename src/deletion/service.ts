@@ -9,7 +9,7 @@ import type { Committer } from '../db/committer.ts';
 import { Poller } from '../db/poll.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import { purgesAfter } from './store.ts';
+import { purgesAfter, type deletionWrites } from './store.ts';
 
 /** Something holding an installation's data in memory. */
 export interface Forgetting {
@@ -25,7 +25,7 @@ export class PurgeWatcher {
 
   constructor(
     private readonly db: Database,
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof deletionWrites>,
     private readonly holders: Forgetting[],
     private readonly log: Logger,
   ) {}

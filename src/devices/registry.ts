@@ -18,6 +18,7 @@ import {
   uncollectedDeviceIds,
   type ActiveDevice,
   type Device,
+  type deviceWrites,
 } from './store.ts';
 import { newSecret } from '../secret.ts';
 import { tokenHash } from './token.ts';
@@ -40,7 +41,7 @@ export class DeviceRegistry {
 
   constructor(
     private readonly db: Database,
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof deviceWrites>,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
     /** A monotonic clock (`AppOptions.elapsed`) for the last-seen throttle, which must not follow the wall clock's jumps. */

@@ -1,6 +1,20 @@
 /** The query parameters of the owner's reads; a bad one is a 400 naming it. */
+import { Type } from '@sinclair/typebox';
+import { SessionIdSchema, SessionSummarySchema, SessionWithCurveSchema } from '../charging/model.ts';
+import { messages } from '../http/errors.ts';
+import { errorAnswer, ingestErrors, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
 import { invalid, uuid } from '../http/validate.ts';
 import { limits } from '../limits.ts';
+import { ForwardingStatusSchema } from '../planner/model.ts';
+import { UTC_MIN } from '../telemetry/fields.ts';
+import { LatestSampleSchema } from '../telemetry/model.ts';
+import { exportFormats } from './service.ts';
+
+/** `startedAt` and charging times: Unix ms from 2000-01-01 to before 3000-01-01, as the app's times are checked. */
+export const MS_MIN = 946_684_800_000;
+export const MS_MAX = 32_503_679_999_999;
+/** Sample times: Unix seconds from 2000-01-01 on. */
+export const UTC_MAX = Math.floor(MS_MAX / 1000);
 
 /** An optional integer parameter from `min` to `max`. */
 export function integerParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined {
@@ -35,3 +49,174 @@ export const installationParam = (query: URLSearchParams): string =>
 /** A sessions page's size: `limit`, 1 to `limits.sessionsPageMax`. */
 export const limitParam = (query: URLSearchParams): number =>
   integerParam(query, 'limit', 1, limits.sessionsPageMax) ?? limits.sessionsPageDefault;
+
+const installationPath = Type.Object({ installationId: Uuid('The installation.') });
+const format = (formats: readonly string[]) =>
+  Type.Optional(
+    Type.Union(
+      formats.map((name) => Type.Literal(name)),
+      { description: `The file's format; ${formats[0]} when absent.`, examples: [formats[0]] },
+    ),
+  );
+const range = (unit: string, min: number, max: number) => ({
+  from: Type.Optional(Type.Integer({ minimum: min, maximum: max, description: `Earliest, included (${unit}).` })),
+  to: Type.Optional(Type.Integer({ minimum: min, maximum: max, description: `Latest, included (${unit}).` })),
+});
+const file = (description: string, mediaTypes: string[]): ApiAnswer => ({
+  description: `${description} (\`Content-Disposition: attachment\`), streamed.`,
+  schema: Type.String(),
+  mediaTypes,
+});
+
+const sessionSummary = {
+  installationId: '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01',
+  sessionId: '3f2b8c1e-7d4a-4b6e-9c0d-1a2b3c4d5e6f',
+  startedAt: 1_764_080_000_000,
+  endedAt: 1_764_081_800_000,
+  energyKwh: 41.7,
+  durationSeconds: 1800,
+  meteredSeconds: null,
+  chargingLossPercent: null,
+  gridEnergyKwh: null,
+  pricePerKwh: null,
+  totalCost: null,
+  startSocPercent: 12,
+  endSocPercent: 80.5,
+  lastPower: null,
+  curveIntervalMs: null,
+  isDemo: false,
+  receivedAt: '2025-11-25T14:30:02.117Z',
+};
+
+/** The owner's reads: what was stored, back out. */
+export const ownerApi: ApiOperation[] = [
+  {
+    method: 'get',
+    path: '/v1/charging-sessions',
+    summary: 'List charging sessions, or export them',
+    description: 'Newest `startedAt` first, without curves. With `format`, every session of the range as one file.',
+    security: 'ingest',
+    query: Type.Object({
+      installationId: Uuid('The installation.'),
+      ...range('Unix ms, of startedAt', MS_MIN, MS_MAX),
+      limit: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: limits.sessionsPageMax,
+          description: 'Sessions per page.',
+          examples: [20],
+        }),
+      ),
+      before: Type.Optional(Type.String({ description: 'The `next` of the previous page.' })),
+      format: format(['csv', 'ndjson']),
+    }),
+    answers: {
+      200: {
+        description: 'A page (JSON), or with `format` the file (text/csv, application/x-ndjson).',
+        schema: Type.Object({
+          sessions: Type.Array(SessionSummarySchema),
+          next: Type.Union([Type.String(), Type.Null()], { description: 'Cursor of the next page; null on the last.' }),
+        }),
+        example: { sessions: [sessionSummary], next: null },
+      },
+      ...ingestErrors([
+        'installationId is required',
+        'limit must be from 1 to 1000',
+        'to must not be before from',
+        'before is not a cursor of this list',
+        'format must be one of csv, ndjson',
+      ]),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/charging-sessions/{sessionId}',
+    summary: 'Read one charging session with its curve',
+    security: 'ingest',
+    pathParams: Type.Object({ sessionId: SessionIdSchema }),
+    query: Type.Object({ installationId: Uuid('The installation the session belongs to.') }),
+    answers: {
+      200: {
+        description: 'The session.',
+        schema: SessionWithCurveSchema,
+        example: { ...sessionSummary, curve: [{ timestampMs: 1_764_080_000_000, powerKw: 0, socPercent: 12 }] },
+      },
+      ...ingestErrors(['installationId must be a UUID']),
+      404: errorAnswer('No such session of that installation.', messages.sessionNotFound),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/telemetry/latest/{installationId}',
+    summary: 'Read the newest sample',
+    security: 'ingest',
+    pathParams: installationPath,
+    answers: {
+      200: {
+        description: 'The newest sample by `utc`.',
+        schema: LatestSampleSchema,
+        example: {
+          installationId: '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01',
+          utc: 1_764_090_005,
+          receivedAt: '2025-11-25T17:00:07.412Z',
+          soc: 49.5,
+          is_parked: 0,
+        },
+      },
+      ...ingestErrors(['installationId must be a UUID']),
+      404: errorAnswer('The installation has no samples.', messages.noSamples),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/telemetry/export/{installationId}',
+    summary: 'Export samples as CSV, NDJSON or GPX',
+    security: 'ingest',
+    pathParams: installationPath,
+    query: Type.Object({ ...range('Unix seconds, of utc', UTC_MIN, UTC_MAX), format: format(exportFormats.telemetry) }),
+    answers: {
+      200: file('Every sample of the range, oldest first', ['text/csv', 'application/x-ndjson', 'application/gpx+xml']),
+      ...ingestErrors([
+        'from must be an integer',
+        'to must not be before from',
+        'format must be one of csv, ndjson, gpx',
+      ]),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/consumption/export/{installationId}',
+    summary: 'Export daily consumption as CSV or NDJSON',
+    security: 'ingest',
+    pathParams: installationPath,
+    query: Type.Object({ format: format(exportFormats.consumption) }),
+    answers: {
+      200: file('Every day with chunks, oldest first', ['text/csv', 'application/x-ndjson']),
+      ...ingestErrors(['format must be one of csv, ndjson', 'installationId must be a UUID']),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/planner/status/{installationId}',
+    summary: 'Read whether forwarding to the planner works',
+    security: 'ingest',
+    pathParams: installationPath,
+    answers: {
+      200: {
+        description: 'The forwarding status.',
+        schema: ForwardingStatusSchema,
+        example: {
+          forwarding: true,
+          waiting: 0,
+          sent: 1520,
+          givenUp: 2,
+          lastSentAt: '2025-11-25T17:00:08.003Z',
+          lastSentUtc: 1_764_090_005,
+          lastFailure: { at: '2025-11-25T09:12:44.501Z', status: 503, error: null, attempt: 1 },
+          nextAttemptAt: null,
+        },
+      },
+      ...ingestErrors(['installationId must be a UUID']),
+    },
+  },
+];

@@ -11,9 +11,9 @@ import { messages, notFound } from '../http/errors.ts';
 import { ownedRead, pathId } from '../http/ingest.ts';
 import { uuid } from '../http/validate.ts';
 import type { PlannerStatus } from '../planner/status.ts';
-import { UTC_MIN } from '../telemetry/fields.ts';
 import type { SampleHistory } from '../telemetry/history.ts';
-import { formatParam, installationParam, limitParam, rangeParams } from './model.ts';
+import { formatParam, installationParam, limitParam, MS_MAX, MS_MIN, rangeParams, UTC_MAX } from './model.ts';
+import { UTC_MIN } from '../telemetry/fields.ts';
 import { exportFormats, type Export, type OwnerData } from './service.ts';
 
 export interface OwnerDataDeps {
@@ -40,12 +40,6 @@ export function attachment({ contentType, filename, body }: Export): Response {
   const headers = { 'content-type': contentType, 'content-disposition': `attachment; filename="${filename}"` };
   return new Response(body, { headers: { ...headers, ...NO_STORE, ...DOWNLOAD_HEADERS } });
 }
-
-/** `startedAt` and charging times: Unix ms from 2000-01-01 to before 3000-01-01, as the app's times are checked. */
-const MS_MIN = 946_684_800_000;
-const MS_MAX = 32_503_679_999_999;
-/** Sample times: Unix seconds from 2000-01-01 on. */
-const UTC_MAX = Math.floor(MS_MAX / 1000);
 
 /** What `GET /v1/charging-sessions` is asked for: a page of the list, or the export. */
 type SessionsAsked = { installationId: string; range: StartedRange } & (

@@ -15,7 +15,7 @@ export class KnownAddresses {
   private readonly lastRight = new Map<string, number>();
 
   constructor(
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof knownAddressWrites>,
     private readonly log: Logger,
     /** The wall clock: 30 days outlive restarts, unlike the monotonic clock. */
     private readonly now: () => number,

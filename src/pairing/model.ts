@@ -1,13 +1,17 @@
 /** Validation of the car's pairing requests (messages begin with the offending field) and of the owner's decision. */
+import { Type } from '@sinclair/typebox';
+import { messages } from '../http/errors.ts';
+import { errorAnswer, sharedErrors, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
 import { limits } from '../limits.ts';
-import { invalid, optional, required, uuid, type JsonObject } from '../http/validate.ts';
+import { compiledParser, invalid, optional, required, uuid, type JsonObject } from '../http/validate.ts';
 
 export interface StartRequest {
   installationId: string;
   name: string | null;
 }
 
-export function parseStart(body: JsonObject): StartRequest {
+/** A start checked field by field: the 400 names the first bad field. */
+export function explainStart(body: JsonObject): StartRequest {
   return { installationId: uuid(body.installationId, 'installationId'), name: optional(body.name, 'name', deviceName) };
 }
 
@@ -56,7 +60,7 @@ export function deviceName(value: unknown, path: string): string {
   return value as string;
 }
 
-export function parsePoll(body: JsonObject): string {
+export function explainPoll(body: JsonObject): string {
   const pairingId = required(body.pairingId, 'pairingId');
   if (typeof pairingId !== 'string' || pairingId === '') invalid('pairingId', 'must be a non-empty string');
   return pairingId;
@@ -69,3 +73,103 @@ export function parseDecision(form: URLSearchParams): Decision | null {
   const decision = form.get('decision');
   return decision === 'approve' || decision === 'deny' ? decision : null;
 }
+
+const pairingErrors = (fieldMessages: string[]): Record<number, ApiAnswer> => ({
+  400: sharedErrors.badRequest(fieldMessages, limits.pairingBodyBytes),
+  403: errorAnswer('Sent by a web page of another site (`Sec-Fetch-Site`).', messages.crossSite),
+  500: sharedErrors.internal,
+});
+
+export const StartSchema = Type.Object({
+  installationId: Uuid('The installation asking to pair (a UUID, any case).'),
+  name: Type.Optional(
+    Type.Union(
+      [
+        Type.String({ minLength: 1, maxLength: limits.deviceNameMaxChars, description: 'The car’s name.' }),
+        Type.Null(),
+      ],
+      { description: `1..${limits.deviceNameMaxChars} characters of showable text, shown to the owner at approval.` },
+    ),
+  ),
+});
+
+export const PollSchema = Type.Object({
+  pairingId: Type.String({ minLength: 1, description: 'The secret `pairingId` of the start.' }),
+});
+
+const Status = (status: string, description: string) => Type.Object({ status: Type.Literal(status) }, { description });
+
+export const PollAnswerSchema = Type.Union([
+  Status('pending', 'Not decided yet.'),
+  Type.Object(
+    {
+      status: Type.Literal('approved'),
+      token: Type.String({ description: 'The car’s own bearer token (43 characters); given once.' }),
+      deviceId: Type.String(),
+      installationId: Type.String(),
+    },
+    { description: 'Approved.' },
+  ),
+  Status('denied', 'Denied, or the device was revoked before its token was collected.'),
+  Status('expired', 'Expired, replaced by a new start, unknown, or already collected.'),
+]);
+
+/** The car's side of pairing; present only when APPROVAL_PASSWORD is set. */
+export const pairingApi: ApiOperation[] = [
+  {
+    method: 'post',
+    path: '/v1/pair/start',
+    summary: 'Ask to pair a car',
+    description: 'Only with APPROVAL_PASSWORD set. Show `approvalUrl` as a QR code, then poll every `interval` s.',
+    security: 'none',
+    body: { schema: StartSchema, example: { installationId: '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01', name: 'MG4' } },
+    answers: {
+      200: {
+        description: 'The open request.',
+        schema: Type.Object({
+          pairingId: Type.String({ description: 'A 43-character secret: the poll’s key.' }),
+          userCode: Type.String({ pattern: '^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$' }),
+          approvalUrl: Type.String({ description: 'The owner’s approval page for this code.' }),
+          expiresIn: Type.Integer({ description: 'Seconds the request lives.' }),
+          interval: Type.Integer({ description: 'Seconds between polls.' }),
+        }),
+        example: {
+          pairingId: 'Obl3Jm1nQk0v2yX8fZrT5uW7aB9cD4eG6hK1lM0pQ28',
+          userCode: 'NJCT-RVVS',
+          approvalUrl: 'https://ev.example.org/pair?code=NJCT-RVVS',
+          expiresIn: 600,
+          interval: 5,
+        },
+      },
+      ...pairingErrors([
+        'installationId is required',
+        'installationId must be a UUID',
+        `name must be a string of 1..${limits.deviceNameMaxChars} characters`,
+        'name must not hold control or text-direction characters',
+        'name must not hold a lone surrogate',
+      ]),
+      429: errorAnswer(`${limits.pairingOpenMax} requests are open.`, messages.tooManyPairingRequests),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/pair/poll',
+    summary: 'Poll a pairing request; collect the token once approved',
+    description: 'Only with APPROVAL_PASSWORD set.',
+    security: 'none',
+    body: { schema: PollSchema, example: { pairingId: 'Obl3Jm1nQk0v2yX8fZrT5uW7aB9cD4eG6hK1lM0pQ28' } },
+    answers: {
+      200: { description: 'Where the request stands.', schema: PollAnswerSchema, example: { status: 'pending' } },
+      ...pairingErrors(['pairingId is required', 'pairingId must be a non-empty string']),
+    },
+  },
+];
+
+/** A start the schema accepts; what a name may hold (showable text) is the rule the schema cannot. */
+const readStart = (body: JsonObject): StartRequest => ({
+  installationId: (body.installationId as string).toLowerCase(),
+  name: optional(body.name, 'name', deviceName),
+});
+
+export const parseStart = compiledParser(StartSchema, readStart, explainStart);
+export const parsePoll = compiledParser(PollSchema, (body) => body.pairingId as string, explainPoll);

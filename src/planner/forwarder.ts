@@ -14,17 +14,15 @@ import type { Logger } from '../log.ts';
 import { PlannerState } from '../telemetry/schema.ts';
 import type { OutboxChange, SampleForwarder } from '../telemetry/forwarder.ts';
 import type { SampleRow } from '../telemetry/model.ts';
-import { OutcomeLedger } from './outcomes.ts';
+import { OutcomeLedger, type OutcomeTimers } from './outcomes.ts';
 import { SentLog } from './sent-log.ts';
 import { installationsWithPending, pendingSamplesReader, waitingSampleReader, type PlannerFailure } from './store.ts';
 import { formBody, postSample, type Delivery, type FailureReason } from './wire.ts';
 
 /** Every wait of the forwarder, injectable so that tests run backoffs and deadlines in milliseconds. */
-export interface PlannerTimers {
+export interface PlannerTimers extends OutcomeTimers {
   /** Calls `wake` after a backoff of `ms`; answers a function that cancels it. */
   backoff(ms: number, wake: () => void): () => void;
-  /** Calls `expire` after `ms` (a request's deadline, the shutdown grace, gathering marks); answers a cancel. */
-  delay(ms: number, expire: () => void): () => void;
   /** The jitter of a backoff, in [0, 1). */
   random(): number;
 }

@@ -6,8 +6,13 @@
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
-import type { PlannerTimers } from './forwarder.ts';
-import type { PlannerFailure, SettledSample } from './store.ts';
+import type { PlannerFailure, plannerWrites, SettledSample } from './store.ts';
+
+/** The one wait of the ledger: how long outcomes gather before their write (the forwarder's timers). */
+export interface OutcomeTimers {
+  /** Calls `expire` after `ms` (a request's deadline, the shutdown grace, gathering marks); answers a cancel. */
+  delay(ms: number, expire: () => void): () => void;
+}
 
 export class OutcomeLedger {
   /** Outcomes waiting to be written together. */
@@ -31,9 +36,9 @@ export class OutcomeLedger {
   private failures = 0;
 
   constructor(
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof plannerWrites>,
     private readonly log: Logger,
-    private readonly timers: Pick<PlannerTimers, 'delay'>,
+    private readonly timers: OutcomeTimers,
   ) {}
 
   /** Records an outcome; resolves once its write is over: committed, or failed and kept for a later one. */

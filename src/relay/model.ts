@@ -3,7 +3,9 @@
  * scripts): `token` and `tlm` in the query, a form body or a JSON body, and a sample read leniently,
  * as the planner reads it, before the telemetry rules of `POST /v1/telemetry` apply to it.
  */
+import { Type } from '@sinclair/typebox';
 import { badRequest, messages } from '../http/errors.ts';
+import { sharedErrors, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
 import { sampleFields, type SampleFieldName } from '../telemetry/fields.ts';
 
 /** What a relay request carries; `api_key` is the client's planner key, accepted and not used. */
@@ -102,3 +104,59 @@ function lenientValue(name: string, value: unknown): unknown {
 }
 
 const asNumber = (value: unknown) => (typeof value === 'string' && DECIMAL.test(value) ? Number(value) : value);
+
+const RelayError = (description: string, example: string): ApiAnswer => ({
+  description,
+  schema: Type.Object({ status: Type.Literal('error'), error: Type.String() }),
+  example: { status: 'error', error: example },
+});
+
+const relayParamsSchema = Type.Object({
+  token: Type.Optional(
+    Type.String({ description: 'A device token of this service; names the installation.', examples: ['DEVICE_TOKEN'] }),
+  ),
+  tlm: Type.Optional(
+    Type.String({
+      description: 'One sample: the planner’s JSON object, as text.',
+      examples: ['{"utc":1764080040,"soc":80}'],
+    }),
+  ),
+  api_key: Type.Optional(Type.String({ description: "The client's planner key: accepted and not used." })),
+});
+
+const relayAnswers: Record<number, ApiAnswer> = {
+  200: {
+    description: 'Stored (also when a value was dropped).',
+    schema: Type.Object({ status: Type.Literal('ok') }),
+    example: { status: 'ok' },
+  },
+  400: RelayError(
+    'No usable sample, `tlm` missing or malformed, the body too large or unreadable.',
+    'tlm: utc is missing',
+  ),
+  401: RelayError('No token, an unknown or revoked one, or INGEST_TOKEN.', messages.unauthorized),
+  500: sharedErrors.internal,
+};
+
+const relay = (method: 'get' | 'post'): ApiOperation => ({
+  method,
+  path: '/abrp/1/tlm/send',
+  summary: 'The planner’s (ABRP) telemetry endpoint, for its clients',
+  description:
+    'One sample, read as the planner reads it, then stored and forwarded as by `POST /v1/telemetry`. ' +
+    'A POST body may also be JSON with the same fields (`tlm` an object or its text).',
+  security: 'none',
+  query: relayParamsSchema,
+  ...(method === 'post'
+    ? {
+        body: {
+          mediaType: 'application/x-www-form-urlencoded',
+          schema: relayParamsSchema,
+          example: { token: 'DEVICE_TOKEN', tlm: '{"utc":1764080040,"soc":80}' },
+        },
+      }
+    : {}),
+  answers: relayAnswers,
+});
+
+export const relayApi: ApiOperation[] = [relay('get'), relay('post')];

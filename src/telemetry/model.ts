@@ -2,9 +2,18 @@
  * The telemetry batch model: batch-level checks (a 400 naming the field) and the per-value dropping,
  * with its counting and wording (docs/api.md, Dropped values). Pure: the same body and clock give the same batch.
  */
+import { Type, type TSchema } from '@sinclair/typebox';
 import { limits } from '../limits.ts';
+import { ingestErrors, Uuid, type ApiOperation } from '../http/openapi.ts';
 import { array, invalid, uuid } from '../http/validate.ts';
-import { sampleFieldNames, sampleFields, UTC_MAX_AHEAD_S, UTC_MIN, type SampleField } from './fields.ts';
+import {
+  sampleFieldNames,
+  sampleFields,
+  UTC_MAX_AHEAD_S,
+  UTC_MIN,
+  type SampleField,
+  type SampleFieldName,
+} from './fields.ts';
 
 /** A usable sample as stored: `utc`, then every field of the table in its order (null when absent). */
 export type SampleRow = (number | string | null)[];
@@ -262,3 +271,105 @@ function jsonStart(value: unknown, max: number): string {
   write(value);
   return json;
 }
+
+/** A sample field's schema from its row of the field table; `null` stands for absent. */
+function fieldSchema(name: SampleFieldName, field: SampleField): TSchema {
+  switch (field.kind) {
+    case 'number': {
+      const pair = field.pairedWith ? `; only usable together with \`${field.pairedWith}\`` : '';
+      const value = Type.Number({
+        minimum: field.min,
+        maximum: field.max,
+        description: `${name}, ${field.unit}${pair}`,
+      });
+      return Type.Union([value, Type.Null()]);
+    }
+    case 'flag':
+      return Type.Union([Type.Literal(0), Type.Literal(1), Type.Boolean(), Type.Null()], {
+        description: `${name}: 0, 1, true or false (stored as 0/1)`,
+      });
+    case 'text':
+      return Type.Union([Type.String({ minLength: field.minChars, maxLength: field.maxChars }), Type.Null()], {
+        description: `${name}: ${field.minChars}..${field.maxChars} characters`,
+      });
+  }
+}
+
+/** One live sample, generated from the field table (fields.ts); a value outside it is dropped, not refused. */
+export const SampleSchema = Type.Object(
+  {
+    utc: Type.Integer({ minimum: UTC_MIN, description: `Unix seconds, from 2000-01-01 to ${UTC_MAX_AHEAD_S} s ahead` }),
+    ...Object.fromEntries(sampleFieldNames.map((name) => [name, Type.Optional(fieldSchema(name, sampleFields[name]))])),
+  },
+  { description: 'A live sample. Unknown fields and unusable values are dropped and counted, never a 400.' },
+);
+
+export const TelemetryBatchSchema = Type.Object({
+  installationId: Uuid('The installation (a UUID, any case).'),
+  plannerSentUtc: Type.Optional(
+    Type.Union([Type.Integer({ minimum: 0, maximum: PLANNER_SENT_UTC_MAX }), Type.Null()], {
+      description: '`utc` of the newest sample the car already gave the planner (Unix seconds); 0 or null: none.',
+    }),
+  ),
+  samples: Type.Array(SampleSchema, { description: 'Any order; the body cap (512 KiB) bounds the count.' }),
+});
+
+export const TelemetryAnswerSchema = Type.Object({
+  stored: Type.Integer({ minimum: 0, description: 'Usable samples stored.' }),
+  droppedCount: Type.Integer({ minimum: 0, description: 'Values and samples dropped.' }),
+  dropped: Type.Array(Type.String(), {
+    maxItems: limits.droppedListed,
+    description: 'The first descriptions of drops.',
+  }),
+});
+
+export const telemetryApi: ApiOperation[] = [
+  {
+    method: 'post',
+    path: '/v1/telemetry',
+    summary: 'Store a batch of live samples',
+    description: 'Stores the usable samples in one write and hands the new ones to the planner forwarder.',
+    security: 'ingest',
+    body: {
+      schema: TelemetryBatchSchema,
+      example: {
+        installationId: '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01',
+        plannerSentUtc: 1_764_080_000,
+        samples: [{ utc: 1_764_080_005, soc: 71.5, power: 12.3, speed: 88, lat: 41.01, lon: 28.97 }],
+      },
+    },
+    answers: {
+      200: {
+        description: 'The batch is committed.',
+        schema: TelemetryAnswerSchema,
+        example: { stored: 1, droppedCount: 1, dropped: ['samples[0].foo: unknown field'] },
+      },
+      ...ingestErrors([
+        'installationId is required',
+        'installationId must be a UUID',
+        'samples is required',
+        'samples must be an array',
+        'plannerSentUtc must be a non-negative integer',
+        'plannerSentUtc must be at most 2^63 (a 64-bit integer)',
+      ]),
+    },
+  },
+];
+
+const unitOf = (field: SampleField) => (field.kind === 'number' ? `, ${field.unit}` : '');
+
+/** The newest stored sample: fields it did not carry are left out; flags read 0 or 1, as stored. */
+export const LatestSampleSchema = Type.Object({
+  installationId: Type.String({ description: 'Lower-case.' }),
+  utc: Type.Integer({ description: 'Unix seconds' }),
+  receivedAt: Type.Union([Type.String(), Type.Null()], {
+    description: 'When the batch holding the sample arrived, ISO 8601; null when unknown.',
+  }),
+  ...Object.fromEntries(
+    sampleFieldNames.map((name) => {
+      const field = sampleFields[name];
+      const value = field.kind === 'text' ? Type.String() : Type.Number({ description: `${name}${unitOf(field)}` });
+      return [name, Type.Optional(value)];
+    }),
+  ),
+});

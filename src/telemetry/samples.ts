@@ -2,7 +2,7 @@
 import type { Committer } from '../db/committer.ts';
 import type { SampleForwarder } from './forwarder.ts';
 import type { Batch, DropReason } from './model.ts';
-import { sampleWrite } from './store.ts';
+import { sampleWrite, type telemetryWrites } from './store.ts';
 
 export class Telemetry {
   /** Samples stored, and values dropped by kind, since the start (the metrics read them). */
@@ -10,7 +10,7 @@ export class Telemetry {
   readonly valuesDropped = new Map<DropReason, number>();
 
   constructor(
-    private readonly committer: Committer,
+    private readonly committer: Committer<typeof telemetryWrites>,
     private readonly forwarder: SampleForwarder,
     private readonly now: () => number,
   ) {}
