@@ -47,7 +47,8 @@ describe('PUT /v1/consumption/daily', () => {
     const before = service.storage.committer.stats;
     await Promise.all(Array.from({ length: 20 }, (_, n) => put(chunk({ date: dates[n % dates.length]!, day: day(10) }))));
     const after = service.storage.committer.stats;
-    expect(after.groups - before.groups).toBeLessThan(after.writes - before.writes); // some copies met in one group
+    // Some copies met in one transaction.
+    expect(after.groups - before.groups).toBeLessThan(after.writes - before.writes);
     const { records, lifetime } = await history();
     expect(records).toHaveLength(1);
     expect(records[0]!.day).toEqual(day(10));

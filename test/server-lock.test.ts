@@ -24,7 +24,9 @@ async function started(config: Config): Promise<Running> {
 }
 
 
-const used = (path: string) => `DATABASE_PATH ${path} is used by another ev-ingest server (or a command migrating it); ` + 'refusing to start a second one';
+const used = (path: string) =>
+  `DATABASE_PATH ${path} is used by another ev-ingest server (or a command migrating it); ` +
+  'refusing to start a second one';
 
 async function health(server: Running): Promise<number> {
   return (await fetch(new URL('/v1/health', server.url))).status;
