@@ -2,7 +2,9 @@
  * Dashboard benchmark: one installation's page on a car with 10 years of consumption chunks and 17
  * million samples. Measures the page's latency at a paced 50 requests/s (open loop, from this process),
  * then 10-sample telemetry ingest at full load (wrk, 32 connections, other installations) alone and while
- * the page is requested 10 times a second, alternating A/B, and reports the ingest rate's ratio.
+ * the page is requested 10 times a second, alternating A/B, and reports the ingest rate's ratio. A second,
+ * idle installation whose last sample is older than half of the busy car's is read too: its page and the
+ * installations page (samples today of both) at 5 requests/s.
  * Run: `bun bench/dashboard.ts` (or `bun run bench`); FULL durability.
  *
  * Environment: BENCH_SECONDS (each load, default 10), BENCH_ROUNDS (A/B rounds, default 3), BENCH_YEARS
@@ -25,6 +27,8 @@ import {
 import { closeSeedDatabase, openSeedDatabase, seedChunks, seedSamples } from './seed.ts';
 
 const INSTALLATION = '5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01';
+const IDLE_INSTALLATION = '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b';
+const IDLE_SAMPLES = 1000;
 const PASSWORD = 'bench-approval-password';
 const YEARS = knob('BENCH_YEARS', 10);
 const SAMPLES = knob('BENCH_SAMPLES', 17_000_000);
@@ -38,8 +42,9 @@ const SCRIPT = LUA_AUTHORIZATION + (await Bun.file(join(import.meta.dir, 'teleme
  * The times the server's request log gives the installation page: from the request's arrival to its
  * answer, without the client's and the kernel's queues, which a loaded machine stretches.
  */
-function serverMs(log: string): number[] {
-  return [...log.matchAll(/path=\/dashboard\/installations\/\S+ status=200 ms=([\d.]+)/g)].map((match) => Number(match[1]));
+function serverMs(log: string, path = /\/dashboard\/installations\/\S+/): number[] {
+  const line = new RegExp(`path=\\S*${path.source} status=200 ms=([\\d.]+)`, 'g');
+  return [...log.matchAll(line)].map((match) => Number(match[1]));
 }
 
 /** CPU time (user and system) a process has used, in ms, from /proc (Linux; clock ticks of 10 ms). */
@@ -56,7 +61,9 @@ const lastUtc = Math.floor(Date.now() / 1000) - 60;
 // The years end today, so the page's 30, 90 and 365 days are full.
 const firstDay = Math.floor(Date.now() / DAY_MS) * DAY_MS - Math.round(YEARS * 365.25 - 1) * DAY_MS;
 const { chunks, days } = seedChunks(db, { installationId: INSTALLATION, years: YEARS, chunksPerDay: CHUNKS_PER_DAY, firstDay });
-seedSamples(db, INSTALLATION, SAMPLES, lastUtc, Math.max(1, Math.floor((YEARS * 365.25 * 86_400) / SAMPLES)));
+const spacing = Math.max(1, Math.floor((YEARS * 365.25 * 86_400) / SAMPLES));
+seedSamples(db, INSTALLATION, SAMPLES, lastUtc, spacing);
+seedSamples(db, IDLE_INSTALLATION, IDLE_SAMPLES, lastUtc - Math.floor(SAMPLES / 2) * spacing, 60);
 closeSeedDatabase(db, databasePath);
 console.log(`# dashboard: seeded ${chunks} chunks (${days} days) and ${SAMPLES} samples in ${((performance.now() - seedStarted) / 1000).toFixed(0)} s`);
 
@@ -87,6 +94,19 @@ try {
     console.log(`installation page (${period} days) at 50/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
       `max ${result.maxMs.toFixed(2)} ms  failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
       `p99 ${quantile(inServer, 0.99).toFixed(2)} ms; server CPU ${cpuPerPage.toFixed(2)} ms a page`);
+  }
+
+  for (const [label, url, path] of [
+    ['idle installation page', new URL(`/dashboard/installations/${IDLE_INSTALLATION}`, service.url),
+      new RegExp(IDLE_INSTALLATION)],
+    ['installations page', new URL('/dashboard', service.url), /\/dashboard/],
+  ] as const) {
+    const logged = service.output().length;
+    const result = await paced(url, { perSecond: 5, seconds: SECONDS, headers });
+    const inServer = serverMs(service.output().slice(logged), path);
+    console.log(`${label} at 5/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
+      `failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
+      `p99 ${quantile(inServer, 0.99).toFixed(2)} ms`);
   }
 
   let runId = 0;

@@ -19,7 +19,7 @@ import {
   medianRun,
   rotate,
   startService,
-  wrk,
+  wrkOwnRun,
   type LoadResult,
   type Service,
 } from './lib.ts';
@@ -43,18 +43,11 @@ const LOADS = {
 };
 type Load = keyof typeof LOADS;
 
-let runId = 0;
-
 /** One wrk run; every run writes under installation ids of its own, so every request inserts. */
 async function load(service: Service, name: Load, mode: Mode): Promise<LoadResult> {
   const { path, script, args } = LOADS[name];
-  runId += 1;
-  const result = await wrk(new URL(path, service.url), {
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    script,
-    args: [...args, String(runId)],
-  });
+  const options = { connections: CONNECTIONS, seconds: SECONDS, script, args };
+  const result = await wrkOwnRun(new URL(path, service.url), options);
   if (result.non2xx > 0 || result.errors > 0) {
     console.log(`  warning: ${name}, ${mode}: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
   }

@@ -26,7 +26,7 @@ import {
   memoryMiB,
   rotate,
   startService,
-  wrk,
+  wrkOwnRun,
   type LoadResult,
   type Service,
 } from './lib.ts';
@@ -103,17 +103,10 @@ async function exportOnce(service: Service, format: 'csv' | 'ndjson'): Promise<E
   };
 }
 
-let runId = 0;
-
 /** A wrk run of 10-sample batches under installation ids of its own. */
 function ingest(service: Service): Promise<LoadResult> {
-  runId += 1;
-  return wrk(new URL('/v1/telemetry', service.url), {
-    connections: 32,
-    seconds: SECONDS,
-    script: SCRIPT,
-    args: ['10', String(runId)],
-  });
+  const options = { connections: 32, seconds: SECONDS, script: SCRIPT, args: ['10'] };
+  return wrkOwnRun(new URL('/v1/telemetry', service.url), options);
 }
 
 /** Ingest while exports run back to back (each read at full speed), for the length of the wrk run. */

@@ -164,6 +164,14 @@ export async function wrk(
   }
 }
 
+let runs = 0;
+
+/** A wrk run whose script gets a run number after `args`: each run writes under installation ids of its own. */
+export function wrkOwnRun(url: URL, options: LoadOptions = {}): Promise<LoadResult> {
+  runs += 1;
+  return wrk(url, { ...options, args: [...(options.args ?? []), String(runs)] });
+}
+
 export function parseWrk(output: string): LoadResult {
   const line = /^RESULT (\{.*\})$/m.exec(output)?.[1];
   if (!line) throw new Error(`wrk printed no RESULT line:\n${output}`);

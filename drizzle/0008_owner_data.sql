@@ -20,11 +20,13 @@ ALTER TABLE `charging_sessions` ADD `received_at` integer;--> statement-breakpoi
 CREATE INDEX `charging_sessions_started` ON `charging_sessions` (`installation_id`,`started_at`,`session_id`);--> statement-breakpoint
 ALTER TABLE `installations` ADD `latest_utc` integer;--> statement-breakpoint
 ALTER TABLE `installations` ADD `latest_received_at` integer;--> statement-breakpoint
--- Written by hand: the facts of samples stored before this version, read once.
-UPDATE `installations` SET `latest_utc` = `newest`.`utc`
-  FROM (SELECT `installation`, max(`utc`) AS `utc` FROM `samples` GROUP BY `installation`) AS `newest`
-  WHERE `newest`.`installation` = `installations`.`id`;--> statement-breakpoint
+-- Written by hand: the facts of samples stored before this version. The newest utc of each installation
+-- walks the (utc, installation) key back from its end; the planner counts read the samples once.
+UPDATE `installations`
+  SET `latest_utc` = (SELECT `utc` FROM `samples` WHERE `installation` = `installations`.`id` ORDER BY `utc` DESC LIMIT 1);--> statement-breakpoint
 INSERT INTO `planner_status` (`installation_id`, `sent`, `given_up`, `last_sent_utc`)
-  SELECT `installations`.`uuid`, sum(`planner_state` = 2), sum(`planner_state` = 3), max(CASE WHEN `planner_state` = 2 THEN `utc` END)
-  FROM `samples` JOIN `installations` ON `installations`.`id` = `samples`.`installation`
-  WHERE `planner_state` IN (2, 3) GROUP BY `installations`.`uuid`;
+  SELECT `installations`.`uuid`, `counts`.`sent`, `counts`.`given_up`, `counts`.`last_sent_utc`
+  FROM (SELECT `installation`, sum(`planner_state` = 2) AS `sent`, sum(`planner_state` = 3) AS `given_up`,
+      max(CASE WHEN `planner_state` = 2 THEN `utc` END) AS `last_sent_utc`
+    FROM `samples` WHERE `planner_state` IN (2, 3) GROUP BY `installation`) AS `counts`
+  JOIN `installations` ON `installations`.`id` = `counts`.`installation`;

@@ -6,10 +6,11 @@ import { ChargingSessions } from './charging/store.ts';
 import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/history.ts';
+import { sessionToken } from './dashboard/cookie.ts';
 import { isDashboardPath } from './dashboard/paths.ts';
 import { ownerPages } from './dashboard/pages.tsx';
 import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
-import { DashboardSessions } from './dashboard/service.ts';
+import { DashboardSessions, endSessionsOfAnotherPassword } from './dashboard/service.ts';
 import { consumptionRoutes } from './consumption/routes.ts';
 import { exportReader } from './db/open.ts';
 import type { Storage } from './db/storage.ts';
@@ -85,8 +86,8 @@ export function createApp({
   if (config.metricsListen) storage.committer.observe(metrics);
   const devices = new DeviceRegistry(storage.db, storage.committer, log, now, elapsed);
   devices.load();
-  /** Settles once the start-up's own writes have committed: serve only then. */
-  const ready = revokeLeftovers(devices, log);
+  /** The start-up's own writes: serve only once they have committed. */
+  const starting = [revokeLeftovers(devices, log)];
   const badTokens = { repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'), trustProxy: config.trustProxy, log };
   const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
@@ -109,7 +110,8 @@ export function createApp({
   const plannerStatus = new PlannerStatus(storage.db, planner);
   const ownerData = new OwnerData({ devices, samples, consumption, sessions, samplesReader: () => exportReader(storage.db) });
   // What the server holds in memory of an installation that the `purge` command deletes.
-  const purges = new PurgeWatcher(storage.db, [consumption, planner, { forget: () => devices.reloadIfChanged() }], log);
+  const purgeHolders = [consumption, planner, { forget: () => devices.reloadIfChanged() }];
+  const purges = new PurgeWatcher(storage.db, storage.committer, purgeHolders, log);
   const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
@@ -132,11 +134,13 @@ export function createApp({
     .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
+    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
+    starting.push(endSessionsOfAnotherPassword(storage.db, storage.committer, config.approvalPassword!, log));
+    const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
-      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites }))
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
       .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
-    const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
     app.use(
       dashboardRoutes({
         sessions: dashboardSessions,
@@ -158,7 +162,7 @@ export function createApp({
     await retention.stop();
     await planner.stop();
     devices.stop();
-    purges.stop();
+    await purges.stop();
     pairing?.book.stop();
   };
 
@@ -178,7 +182,7 @@ export function createApp({
     metrics,
     purges,
     retention,
-    ready,
+    ready: Promise.all(starting).then(() => {}),
     stop,
     listenerHeaders,
     /** The owner's reads (see owner/service.ts): installations, samples, consumption, sessions, planner status, exports. */

@@ -57,6 +57,7 @@ export const LOG_EVENTS = {
   'dashboard.wrong_password': { level: 'warn', fields: ['address'] },
   'dashboard.form_refused': { level: 'warn', fields: ['reason'] },
   'dashboard.page_failed': { level: 'error', fields: ['error'] },
+  'dashboard.password_changed': { level: 'info', fields: ['ended'] },
   'device.revoked': { level: 'info', fields: ['device', 'by'] },
   'device.last_seen_failed': { level: 'warn', fields: ['device', 'reason'] },
   'devices.reloaded': { level: 'info', fields: ['active'] },

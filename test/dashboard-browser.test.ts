@@ -25,7 +25,7 @@ interface BrowserWindow {
     documentElement: { scrollWidth: number };
     activeElement: { tagName: string; textContent: string; getAttribute(name: string): string | null } | null;
   };
-  getComputedStyle(element: unknown): { outlineStyle: string };
+  getComputedStyle(element: unknown): { outlineStyle: string; fontSize: string };
   axe: { run(options: object): Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> };
 }
 
@@ -82,6 +82,24 @@ async function fitsWidth(page: Page): Promise<void> {
   expect(widths.page).toBeLessThanOrEqual(widths.screen);
 }
 
+/** The smallest text of the charts as drawn on screen, in px: the font size scaled as the SVG is. */
+async function smallestChartTextPx(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    interface Svg {
+      viewBox: { baseVal: { width: number } };
+      getBoundingClientRect(): { width: number };
+      querySelectorAll(selector: string): unknown[];
+    }
+    const window = globalThis as unknown as BrowserWindow & { document: { querySelectorAll(s: string): Svg[] } };
+    const sizes = [...window.document.querySelectorAll('svg.chart')].flatMap((svg) => {
+      const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      const texts = [...svg.querySelectorAll('text')];
+      return texts.map((text) => Number.parseFloat(window.getComputedStyle(text).fontSize) * scale);
+    });
+    return Math.min(...sizes);
+  });
+}
+
 async function signIn(page: Page, password: string) {
   await page.fill('#password', password);
   await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
@@ -123,6 +141,7 @@ for (const viewport of VIEWPORTS) {
       for (const days of [90, 365]) {
         await Promise.all([page.waitForLoadState(), page.click(`nav.periods a:text-is("${days} days")`)]);
         expect(await page.locator('nav.periods a[aria-current=page]').textContent()).toBe(`${days} days`);
+        expect(await smallestChartTextPx(page)).toBeGreaterThanOrEqual(13);
         await fitsWidth(page);
         await shot(`installation-${days}-days`);
       }
@@ -131,10 +150,18 @@ for (const viewport of VIEWPORTS) {
       expect((await exported.text()).split('\r\n')).toHaveLength(5); // header, three samples, the last line's end
 
       await Promise.all([page.waitForLoadState(), page.click('nav.tabs a:text-is("Charging sessions")')]);
-      expect(await page.locator('tbody tr').count()).toBe(1);
+      expect(await page.locator('ul.sessions li').count()).toBe(1);
+      // The start time on one line, and every value of the card inside the screen (nothing clipped).
+      const start = (await page.locator('ul.sessions h3 a').boundingBox())!;
+      expect(start.height).toBeLessThan(30);
+      for (const value of await page.locator('ul.sessions dd').all()) {
+        const box = (await value.boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
+      }
+      expect(await page.locator('ul.sessions dd').last().textContent()).toBe('26.31');
       await fitsWidth(page);
       await shot('charging-sessions');
-      await Promise.all([page.waitForLoadState(), page.click('tbody a')]);
+      await Promise.all([page.waitForLoadState(), page.click('ul.sessions a')]);
       expect(page.url()).toEndWith(`/charging-sessions/${SESSION_ID}`);
       expect(await page.locator('svg.chart').count()).toBe(2);
       await fitsWidth(page);

@@ -40,11 +40,11 @@ describe('BarChart', () => {
   ];
   const svg = BarChart({ id: 'km', title: 'Distance <per> day', unit: 'km', bars }) as string;
 
-  test('a bar a value, heights in proportion, on one baseline', () => {
+  test('a bar a value, heights in proportion, on one baseline; a recorded zero is a thin mark', () => {
     const heights = values(svg, 'height', 'rect');
-    expect(heights).toEqual([41, 0, 164]);
+    expect(heights).toEqual([41, 2, 164]);
     const bottoms = values(svg, 'y', 'rect').map((y, i) => y + heights[i]!);
-    expect(new Set(bottoms)).toEqual(new Set([186]));
+    expect(new Set(bottoms)).toEqual(new Set([190]));
     expect(svg.match(/<title>[^<]+<\/title>/g)).toEqual(['<title>2026-11-23: 10 km</title>', '<title>2026-11-24: 0 km</title>', '<title>2026-11-25: 40 km</title>']);
   });
 
@@ -56,6 +56,14 @@ describe('BarChart', () => {
     for (const tick of ['0', '10', '20', '30', '40']) expect(svg).toContain(`text-anchor="end">${tick}</text>`);
     for (const label of ['2026-11-23', '2026-11-24', '2026-11-25']) expect(svg).toContain(`>${label}</text>`);
     expect(wellFormed(svg)).toBe(true);
+  });
+
+  test('a category without a record has no bar, and the description counts it', () => {
+    const withGap = [bars[0]!, { label: '2026-11-24', value: null }, bars[2]!];
+    const gap = BarChart({ id: 'g', title: 'Gap', unit: 'km', bars: withGap }) as string;
+    expect(values(gap, 'height', 'rect')).toEqual([41, 164]);
+    expect(gap).not.toContain('<title>2026-11-24');
+    expect(gap).toContain('highest 40 km; 1 without a record. The table');
   });
 
   test('no bars: an empty chart that says so', () => {
@@ -70,7 +78,7 @@ describe('LineChart', () => {
   test('points in order across the plot, markers when few, the y range as asked', () => {
     const points = [{ x: 0, y: 0 }, { x: 50, y: 50 }, { x: 100, y: 100 }];
     const svg = LineChart({ id: 'soc', title: 'SoC', unit: '%', points, xLabel: (x) => `t${x}`, yRange: [0, 100] }) as string;
-    expect(svg).toContain('<polyline class="line" points="46.0,186.0 218.0,104.0 390.0,22.0">');
+    expect(svg).toContain('<polyline class="line" points="56.0,190.0 223.0,108.0 390.0,26.0">');
     expect(svg.match(/<circle /g)).toHaveLength(3);
     expect(svg).toContain('<desc id="soc-desc">3 points from t0 to t100; from 0 to 100 %. The table beside lists the values.</desc>');
     expect(wellFormed(svg)).toBe(true);
@@ -89,12 +97,15 @@ describe('consumptionView', () => {
     lifetime: { km: 1000 + km, kwh: 200, hours: 10, socDrop: 20 },
   });
 
-  test('every calendar day of the period, missing ones as zero; the last lifetime; the newest SoH of each month', () => {
+  test('every day of the period, missing ones zero and not recorded; the last lifetime; the SoH by month', () => {
     const stored = [day('2026-09-30', 5, 99), day('2026-10-01', 7, 98.5), day('2026-10-20', 9, 98), day('2026-11-24', 10, null), day('2026-11-25', 20, 97.5)];
     const view = consumptionView(summarize(stored), '2026-11-25', 30);
     expect(view.days).toHaveLength(30);
-    expect(view.days[0]).toEqual({ label: '2026-10-27', km: 0, kwh: 0 });
-    expect(view.days.slice(-2)).toEqual([{ label: '2026-11-24', km: 10, kwh: 2 }, { label: '2026-11-25', km: 20, kwh: 4 }]);
+    expect(view.days[0]).toEqual({ label: '2026-10-27', km: 0, kwh: 0, recorded: 0 });
+    expect(view.days.slice(-2)).toEqual([
+      { label: '2026-11-24', km: 10, kwh: 2, recorded: 1 },
+      { label: '2026-11-25', km: 20, kwh: 4, recorded: 1 },
+    ]);
     expect(view.lifetime).toEqual({ km: 1020, kwh: 200, hours: 10, socDrop: 20 });
     expect(view.soh).toEqual([{ month: '2026-09', sohPercent: 99 }, { month: '2026-10', sohPercent: 98 }, { month: '2026-11', sohPercent: 97.5 }]);
   });
@@ -104,14 +115,20 @@ describe('consumptionView', () => {
     expect([view.days.length, view.lifetime, view.soh]).toEqual([90, null, []]);
   });
 
-  test('grouped by week from Monday and by month', () => {
-    const days = ['2026-11-22', '2026-11-23', '2026-11-24', '2026-12-01'].map((label) => ({ label, km: 10, kwh: 2 }));
+  test('grouped by week from Monday and by month, counting recorded days; a first row begun inside is partial', () => {
+    const dates = ['2026-11-22', '2026-11-23', '2026-11-24', '2026-12-01'];
+    const days = dates.map((label) => ({ label, km: 10, kwh: 2, recorded: 1 }));
+    days[1]!.recorded = 0;
     expect(grouped(days, 'week')).toEqual([
-      { label: '2026-11-16', km: 10, kwh: 2 },
-      { label: '2026-11-23', km: 20, kwh: 4 },
-      { label: '2026-11-30', km: 10, kwh: 2 },
+      { label: '2026-11-16', km: 10, kwh: 2, recorded: 1, partFrom: '2026-11-22' },
+      { label: '2026-11-23', km: 20, kwh: 4, recorded: 1 },
+      { label: '2026-11-30', km: 10, kwh: 2, recorded: 1 },
     ]);
-    expect(grouped(days, 'month').map((g) => [g.label, g.km])).toEqual([['2026-11', 30], ['2026-12', 10]]);
+    expect(grouped(days, 'month')).toEqual([
+      { label: '2026-11', km: 30, kwh: 6, recorded: 2, partFrom: '2026-11-22' },
+      { label: '2026-12', km: 10, kwh: 2, recorded: 1 },
+    ]);
+    expect(grouped(days.slice(1), 'week')[0]).toEqual({ label: '2026-11-23', km: 20, kwh: 4, recorded: 1 });
   });
 });
 

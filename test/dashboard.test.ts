@@ -160,7 +160,7 @@ describe('the cookie', () => {
     return (await s.app.handle(request)).headers.get('set-cookie')!;
   };
 
-  test('Secure over https: directly, by an https PUBLIC_URL, or by X-Forwarded-Proto from a trusted proxy only', async () => {
+  test('Secure over https: directly, by an https PUBLIC_URL at its host, or by X-Forwarded-Proto from a trusted proxy only', async () => {
     let s = await dashboard();
     expect(await setCookie(s, {})).not.toContain('Secure');
     expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).not.toContain('Secure');
@@ -168,7 +168,7 @@ describe('the cookie', () => {
     expect(overHttps(new Request('https://localhost/dashboard/sign-in'), s.config)).toBe(true);
     await s.close();
     s = await dashboard({ publicUrl: 'https://car.example.org' });
-    expect(await setCookie(s, {})).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
+    expect(await setCookie(s, { host: 'car.example.org' })).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
     await s.close();
     s = await dashboard({ trustProxy: true });
     expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
@@ -267,14 +267,20 @@ describe('pages', () => {
     expect(html).toContain('Last 30 days: 1,200 km, 180 kWh, 15 kWh/100 km.');
     expect(html).toContain('<dt>Distance</dt><dd>1,600 km</dd>');
     expect(html).toContain('<th scope="row">2026-11</th><td class="n">97 %</td>');
-    expect(html).toContain('<dt>lat</dt><dd>52.52 degrees</dd>');
-    expect(html).toContain('<dt>is_charging</dt><dd>yes</dd>');
+    expect(html).toContain('<dt>Latitude</dt><dd>52.52 degrees</dd>');
+    expect(html).toContain('<dt>Charging</dt><dd>yes</dd>');
+    expect(html).toContain('<dt>State of charge</dt><dd>66 %</dd>');
+    expect(html).not.toContain('<dt>is_charging</dt>');
     expect(html).toContain(`/dashboard/installations/${INSTALLATION}/export/telemetry.gpx`);
     expect(html).toContain('<h3>MG4 &lt;b&gt;Electric&lt;/b&gt;</h3>');
     expect(html).toContain('<dt>Status</dt><dd>active</dd>');
     const year = await (await getPage(s, `/dashboard/installations/${INSTALLATION}?days=365`, cookie)).text();
-    expect((year.match(/<rect /g) ?? []).length).toBe(730);
+    // A bar a month, as the table's rows: only October and November hold records.
+    expect((year.match(/<rect /g) ?? []).length).toBe(4);
+    expect(year).toContain('<title id="km-title">Distance per month, last 365 days</title>');
     expect(year).toContain('<caption>Per month, newest first</caption>');
+    expect(year).toContain('<th scope="row">2025-11 (from 11-26)</th><td colspan="3" class="muted">no record</td>');
+    expect(year).toContain('13 bars from 2025-11 to 2026-11; highest 1,000 km; 11 without a record.');
     expect((await getPage(s, `/dashboard/installations/${OTHER_INSTALLATION}`, cookie)).status).toBe(404);
     expect((await getPage(s, '/dashboard/installations/not-a-uuid', cookie)).status).toBe(404);
   });
@@ -290,11 +296,11 @@ describe('pages', () => {
     expect(html).toContain('<th scope="row">2025-10</th><td class="n">99 %</td>');
   });
 
-  test('charging sessions: the table, one session with power and charge curves, an unknown one 404', async () => {
+  test('charging sessions: the cards, one session with power and charge curves, an unknown one 404', async () => {
     const { s, cookie } = await seededAndSignedIn();
     const list = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions`, cookie)).text();
     expect(list).toContain(`href="/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}">2026-11-25 10:00 UTC</a>`);
-    expect(list).toContain('<td>20 % → 78 %</td>');
+    expect(list).toContain('<div><dt>Charge</dt><dd>20 % → 78 %</dd></div><div><dt>Cost</dt><dd>26.31</dd></div>');
     const one = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}`, cookie)).text();
     expect(one).toContain('<title id="power-title">Charging power over time (UTC)</title>');
     expect(one).toContain('<title id="soc-title">State of charge over time (UTC)</title>');

@@ -1,21 +1,16 @@
 /** The owner data's migration on a database of the version before: the facts of the samples it holds are carried into the new columns and table. */
 import { expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
+import { MIGRATIONS, OWNER_DATA } from './owner-support.ts';
 import { INSTALLATION, OTHER_INSTALLATION, tempDir } from './support.ts';
 
-const MIGRATIONS = embeddedMigrations();
-/** The owner data's migration, found by what it makes: the lead may renumber it when merging branches. */
-const BEFORE = MIGRATIONS.findIndex((migration) =>
-  migration.sql.some((part) => part.includes('CREATE TABLE `planner_status`')),
-);
 
 test('installations get their newest utc, planner_status the sent and given-up counts and the newest sent utc', () => {
   const db = openDatabase(join(tempDir(), 'ev-ingest.db'), 'fast');
-  migrate(db, MIGRATIONS.slice(0, BEFORE));
+  migrate(db, MIGRATIONS.slice(0, OWNER_DATA));
   db.run(`INSERT INTO installations (id, uuid) VALUES (1, '${INSTALLATION}'), (2, '${OTHER_INSTALLATION}')`);
   const insert = db.query('INSERT INTO samples (installation, utc, soc, planner_state) VALUES (?, ?, 50, ?)');
   const { sent, givenUp, pending, none } = PlannerState;

@@ -67,8 +67,8 @@ describe('samples', () => {
     );
     expect([...service.samples.rows(INSTALLATION)].length).toBe(25);
     expect([...service.samples.rows(INSTALLATION, { from: UTC + 30 })]).toEqual([]);
-    expect(service.samples.samplesSince(INSTALLATION, UTC + 20)).toBe(5);
-    expect(service.samples.samplesSince(OTHER_INSTALLATION, 0)).toBe(1);
+    expect(service.samples.samplesSince(UTC + 20)).toEqual(new Map([[INSTALLATION, 5]]));
+    expect(service.samples.samplesSince(0)).toEqual(new Map([[INSTALLATION, 25], [OTHER_INSTALLATION, 1]]));
   });
 });
 

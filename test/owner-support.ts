@@ -1,6 +1,13 @@
 /** What the tests of the owner's reads share: stored days of consumption, and the status of an installation nothing was forwarded for. */
 import { expect } from 'bun:test';
+import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { consumptionChunk, type TestService } from './support.ts';
+
+export const MIGRATIONS = embeddedMigrations();
+/** The owner data's migration, found by what it makes: the lead may renumber it when merging branches. */
+export const OWNER_DATA = MIGRATIONS.findIndex((migration) =>
+  migration.sql.some((part) => part.includes('CREATE TABLE `planner_status`')),
+);
 
 /** Stores one chunk a day (`[date, km, sohPercent?]`, 2 kWh, half an hour, 1 % each) and checks each was taken. */
 export async function putDays(service: Pick<TestService, 'request'>, days: (readonly [string, number, number?])[]) {

@@ -262,8 +262,8 @@ describe('approval lockout', () => {
   });
 
   test("the lockout's wait is told in seconds, one of them singular", () => {
-    expect(lockedText(60)).toBe('Too many wrong passwords (5 in a row). Try again in 60 seconds.');
-    expect(lockedText(1)).toBe('Too many wrong passwords (5 in a row). Try again in 1 second.');
+    expect(lockedText({ seconds: 60, everyone: false })).toBe('Too many wrong passwords (5 in a row). Try again in 60 seconds.');
+    expect(lockedText({ seconds: 1, everyone: false })).toBe('Too many wrong passwords (5 in a row). Try again in 1 second.');
   });
 
   test('the device endpoints count towards the lockout; one without a password (any page can) does not', async () => {

@@ -15,7 +15,8 @@ import { decide, expectPage, pairDevice, PASSWORD, poll, startPairing, WRONG_PAS
 /** The routes' loggers, by the real clock: no test here is refused as cross-site. */
 function routeLogs() {
   const log = createMemoryLogger();
-  return { log, crossSites: new RepeatCounter(performance.now.bind(performance), log, 'pairing.cross_site') };
+  const crossSites = new RepeatCounter(performance.now.bind(performance), log, 'pairing.cross_site');
+  return { log, crossSites, signedIn: () => false };
 }
 
 // The file's own clock and service: tests move the one and `start` replaces the other.

@@ -6,10 +6,10 @@
  */
 import type { Children } from '@kitajs/html';
 
-/** One bar: its label on the category axis (a date) and its value. */
+/** One bar: its label on the category axis (a date) and its value; null where nothing was recorded. */
 export interface Bar {
   label: string;
-  value: number;
+  value: number | null;
 }
 
 /** One point of a line: x in any unit the caller's `xLabel` formats (a time), y in the chart's unit. */
@@ -26,12 +26,15 @@ interface ChartText {
   unit: string;
 }
 
+// Text is 16 units high on a phone (the chart ~346 px wide at 412 px: labels of 13 px at least), 12 where wider.
 const WIDTH = 400;
-const HEIGHT = 220;
-const LEFT = 46;
+const HEIGHT = 230;
+const LEFT = 56;
 const RIGHT = 10;
-const TOP = 22;
-const BOTTOM = 34;
+const TOP = 26;
+const BOTTOM = 40;
+/** The height of a recorded zero: a mark on the baseline, where a day without a record has none. */
+const ZERO_MARK = 2;
 const PLOT_W = WIDTH - LEFT - RIGHT;
 const PLOT_H = HEIGHT - TOP - BOTTOM;
 
@@ -104,7 +107,7 @@ function CategoryAxis({ labels }: { labels: { x: number; text: string }[] }) {
         return (
           <g>
             <line x1={x.toFixed(1)} x2={x.toFixed(1)} y1={y} y2={y + 4} class="baseline" />
-            <text x={x.toFixed(1)} y={y + 18} text-anchor={anchor} safe>{text}</text>
+            <text x={x.toFixed(1)} y={y + 22} text-anchor={anchor} safe>{text}</text>
           </g>
         );
       })}
@@ -132,29 +135,38 @@ export function spreadIndexes(length: number, count = 3): number[] {
   return Array.from({ length: count }, (_, i) => Math.round((i * (length - 1)) / (count - 1)));
 }
 
-/** A bar chart of one quantity over categories (days): the first, a middle and the last category labelled. */
+/**
+ * A bar chart of one quantity over categories (days, weeks, months): the first, a middle and the last
+ * labelled. A recorded zero is a thin mark on the baseline; a category without a record has no bar.
+ */
 export function BarChart({ id, title, unit, bars }: ChartText & { bars: Bar[] }): JSX.Element {
-  const values = bars.map((bar) => bar.value);
+  const values = bars.flatMap((bar) => (bar.value === null ? [] : [bar.value]));
+  const unrecorded = bars.length - values.length;
   const ticks = niceTicks(Math.min(0, ...values), Math.max(0, ...values));
   const range = [ticks[0]!, ticks[ticks.length - 1]!] as const;
   const slot = PLOT_W / Math.max(1, bars.length);
   const gap = slot > 4 ? slot * 0.2 : 0;
   const zero = TOP + PLOT_H - scale(0, range, PLOT_H);
   const labels = spreadIndexes(bars.length).map((i) => ({ x: LEFT + slot * (i + 0.5), text: bars[i]!.label }));
-  const description = bars.length === 0
+  const description = values.length === 0
     ? 'No values.'
     : `${bars.length} bars from ${bars[0]!.label} to ${bars[bars.length - 1]!.label}; ` +
-      `highest ${formatNumber(Math.max(...values))} ${unit}. The table beside lists every value.`;
+      `highest ${formatNumber(Math.max(...values))} ${unit}` +
+      `${unrecorded > 0 ? `; ${unrecorded} without a record` : ''}. ` +
+      'The table beside lists every value.';
   return (
     <Frame id={id} title={title} description={description}>
       <ValueAxis ticks={ticks} unit={unit} />
       <g class="bars">
-        {bars.map((bar, i) => {
-          const y = TOP + PLOT_H - scale(bar.value, range, PLOT_H);
+        {bars.map(({ label, value }, i) => {
+          if (value === null) return '';
+          const y = TOP + PLOT_H - scale(value, range, PLOT_H);
+          const height = Math.max(Math.abs(zero - y), ZERO_MARK);
+          const top = value < 0 ? zero : Math.min(y, zero - ZERO_MARK);
           return (
-            <rect x={(LEFT + slot * i + gap / 2).toFixed(2)} y={Math.min(y, zero).toFixed(2)} width={(slot - gap).toFixed(2)}
-              height={Math.abs(zero - y).toFixed(2)}>
-              <title safe>{`${bar.label}: ${formatNumber(bar.value)} ${unit}`}</title>
+            <rect x={(LEFT + slot * i + gap / 2).toFixed(2)} y={top.toFixed(2)}
+              width={(slot - gap).toFixed(2)} height={height.toFixed(2)}>
+              <title safe>{`${label}: ${formatNumber(value)} ${unit}`}</title>
             </rect>
           );
         })}

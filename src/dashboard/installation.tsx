@@ -22,6 +22,7 @@ import { failureText, healthOf } from './forwarding.ts';
 import { HealthText, installationTitle } from './installations.tsx';
 import { FormToken, Layout, ScrollBox } from './layout.tsx';
 import { exportPath, installationPath, revokePath, sessionsPath } from './paths.ts';
+import { sampleLabels } from './sample-labels.ts';
 
 export interface InstallationView {
   installationId: string;
@@ -81,8 +82,10 @@ function Consumption({ view }: { view: InstallationView }) {
   const { days } = view.consumption;
   const total = totalOf(days);
   const grouping = groupingOf(view.period);
-  const rows = grouped(days, grouping).reverse();
-  const bars = (field: 'km' | 'kwh') => days.map((day) => ({ label: day.label, value: day[field] }));
+  // The charts draw the table's rows: 30 daily bars, 13 weekly or 12 monthly, never 365 hairlines.
+  const rows = grouped(days, grouping);
+  const bars = (field: 'km' | 'kwh') =>
+    rows.map((row) => ({ label: row.label, value: row.recorded > 0 ? row[field] : null }));
   if (view.consumption.lifetime === null) {
     return (
       <section aria-labelledby="consumption">
@@ -98,14 +101,19 @@ function Consumption({ view }: { view: InstallationView }) {
       <p safe>{`Last ${view.period} days: ${quantityText(total.km, 'km')}, ${quantityText(total.kwh, 'kWh')}, ${kwhPer100(total)}.`}</p>
       <div class="pair">
         <div>
-          <BarChart id="km" title={`Distance per day, last ${view.period} days`} unit="km" bars={bars('km')} />
-          <BarChart id="kwh" title={`Energy per day, last ${view.period} days`} unit="kWh" bars={bars('kwh')} />
+          <BarChart id="km" title={`Distance per ${grouping}, last ${view.period} days`} unit="km" bars={bars('km')} />
+          <BarChart id="kwh" title={`Energy per ${grouping}, last ${view.period} days`} unit="kWh" bars={bars('kwh')} />
+          <p class="muted">A thin mark on the baseline is a recorded 0; no bar, no record.</p>
         </div>
-        <DrivenTable rows={rows} grouping={grouping} />
+        <DrivenTable rows={rows.toReversed()} grouping={grouping} />
       </div>
     </section>
   );
 }
+
+/** A row's label; a partial first week or month says the day it begins: `2025-11 (from 11-26)`. */
+const rowLabel = (row: Driven) =>
+  row.partFrom === undefined ? row.label : `${row.label} (from ${row.partFrom.slice(5)})`;
 
 function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'week' | 'month' }) {
   const heading = grouping === 'day' ? 'Day' : grouping === 'week' ? 'Week from' : 'Month';
@@ -117,10 +125,14 @@ function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'we
         <tbody>
           {rows.map((row) => (
             <tr>
-              <th scope="row" safe>{row.label}</th>
-              <td class="n" safe>{formatNumber(row.km)}</td>
-              <td class="n" safe>{formatNumber(row.kwh)}</td>
-              <td class="n">{row.km > 0 ? formatNumber(per100Km(row.kwh, row.km)!) : '–'}</td>
+              <th scope="row" safe>{rowLabel(row)}</th>
+              {row.recorded === 0 ? <td colspan="3" class="muted">no record</td> : (
+                <>
+                  <td class="n" safe>{formatNumber(row.km)}</td>
+                  <td class="n" safe>{formatNumber(row.kwh)}</td>
+                  <td class="n">{row.km > 0 ? formatNumber(per100Km(row.kwh, row.km)!) : '–'}</td>
+                </>
+              )}
             </tr>
           ))}
         </tbody>
@@ -205,7 +217,7 @@ function Latest({ latest, now }: { latest: LatestSample | null; now: number }) {
         <dl>
           <dt>Time</dt><dd safe>{`${utcText(latest.utc * 1000)} (${ageText(latest.utc * 1000, now)})`}</dd>
           {sampleFieldNames.filter((name) => latest[name] !== undefined).map((name) => (
-            <><dt>{name}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
+            <><dt safe>{sampleLabels[name]}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
           ))}
         </dl>
       )}

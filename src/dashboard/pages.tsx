@@ -48,9 +48,10 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
   const installations = (_request: Request, session: DashboardSession) => {
     const at = now();
     const midnight = Math.floor(at / DAY_MS) * (DAY_MS / 1000);
+    const today = reads.samples.samplesSince(midnight);
     const rows = reads.ownerData.installations().map((known) => ({
       ...known,
-      samplesToday: reads.samples.samplesSince(known.installationId, midnight),
+      samplesToday: today.get(known.installationId) ?? 0,
       forwarding: reads.plannerStatus.status(known.installationId),
     }));
     return pageAnswer(200, <InstallationsPage rows={rows} now={at} formToken={session.formToken} />);

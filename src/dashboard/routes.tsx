@@ -70,22 +70,24 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
     pageAnswer(status, <SignInPage notice={notice} />, headers);
 
   const showSignIn = async (request: Request) => {
-    if (await sessions.open(sessionToken(request))) return redirect(DASHBOARD_PATH);
+    if (await sessions.open(sessionToken(request, config))) return redirect(DASHBOARD_PATH);
     // Said before any password is typed, so that nobody types it during a lockout only to be refused.
-    const lockedFor = sessions.lockedFor(presenterOf(request));
-    return signInPage(200, lockedFor > 0 ? lockedText(lockedFor) : undefined);
+    const lockout = sessions.lockout(presenterOf(request));
+    return signInPage(200, lockout.seconds > 0 ? lockedText(lockout) : undefined);
   };
 
   const signIn = async (request: Request) => {
     if (isCrossSite(request, config, crossSiteLog)) return refusedForm('cross-site');
     const form = await readForm(request, bodyBounds);
     const who = presenterOf(request);
-    const result = await sessions.signIn(form.get('password'), who);
-    if (result.outcome === 'locked') return signInPage(429, lockedText(result.lockedFor), retryAfter(result.lockedFor));
+    const result = await sessions.signIn(form.get('password'), who, sessionToken(request, config));
+    if (result.outcome === 'locked') {
+      return signInPage(429, lockedText(result.lockout), retryAfter(result.lockout.seconds));
+    }
     if (result.outcome === 'wrong') {
       log.warn('dashboard.wrong_password', { address: who.address });
-      return result.lockedFor > 0
-        ? signInPage(403, lockedText(result.lockedFor), retryAfter(result.lockedFor))
+      return result.lockout.seconds > 0
+        ? signInPage(403, lockedText(result.lockout), retryAfter(result.lockout.seconds))
         : signInPage(403, wrongPasswordText(result.triesLeft));
     }
     log.info('dashboard.signed_in', { address: who.address });
@@ -95,7 +97,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   /** Opens the request's session, or sends the browser to the sign-in page (forgetting a dead cookie). */
   const signedIn = (handle: SignedInHandler): Handler =>
     async (request, params) => {
-      const token = sessionToken(request);
+      const token = sessionToken(request, config);
       const session = await sessions.open(token);
       if (session === null) return redirect(SIGN_IN_PATH, token === null ? {} : { 'Set-Cookie': clearedCookie(request, config) });
       const answer = await handle(request, session, params);
@@ -134,7 +136,11 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
     .post(SIGN_OUT_PATH, page(signOut, log), handlerReadsBody);
   for (const [path, handle] of Object.entries(pages.get)) app.get(path, page(signedIn(handle), log));
   for (const [path, handle] of Object.entries(pages.post)) app.post(path, page(signedInForm(handle), log), handlerReadsBody);
-  return app.all(`${DASHBOARD_PATH}/*`, page(() => notFoundPage(), log), handlerReadsBody);
+  // Any other method or path under /dashboard, the bare path included, is a page too: with the page headers.
+  for (const path of [DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) {
+    app.all(path, page(() => notFoundPage(), log), handlerReadsBody);
+  }
+  return app;
 }
 
 /** The stylesheet's address changes with its text, so it may be kept for good. */

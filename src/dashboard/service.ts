@@ -4,15 +4,16 @@
  * form token, derived from its secret, that every state-changing form must carry.
  */
 import type { Database } from 'bun:sqlite';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Consumption } from '../consumption/history.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
 import { limits } from '../limits.ts';
-import type { ApprovalLock, Presenter } from '../pairing/lock.ts';
+import type { ApprovalLock, Lockout, Presenter } from '../pairing/lock.ts';
 import { newSecret } from '../secret.ts';
 import { summarize, type ConsumptionSummary } from './consumption-view.ts';
-import { findSession } from './store.ts';
+import type { Logger } from '../log.ts';
+import { findSession, keptPassword } from './store.ts';
 
 /** A session a request presented and the server still holds. */
 export interface DashboardSession {
@@ -27,8 +28,8 @@ export interface DashboardSession {
 
 export type SignIn =
   | { outcome: 'signed-in'; token: string }
-  | { outcome: 'wrong'; triesLeft: number; lockedFor: number }
-  | { outcome: 'locked'; lockedFor: number };
+  | { outcome: 'wrong'; triesLeft: number; lockout: Lockout }
+  | { outcome: 'locked'; lockout: Lockout };
 
 /** A cookie's secret, as `newSecret` writes it: 43 base64url characters. */
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
@@ -41,24 +42,35 @@ export class DashboardSessions {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Checks the approval password from `who` (a wrong one counts towards the lockout); the right one opens a session. */
-  async signIn(password: string | null, who: Presenter): Promise<SignIn> {
+  /**
+   * Checks the approval password from `who` (a wrong one counts towards the lockout); the right one opens
+   * a session, ending the one of the cookie the browser sent (`held`), so a sign-in leaves no orphan behind.
+   */
+  async signIn(password: string | null, who: Presenter, held: string | null): Promise<SignIn> {
     const check = this.lock.check(password, who);
-    if (check === 'locked') return { outcome: 'locked', lockedFor: this.lock.retryAfterSeconds(who) };
-    if (check === 'wrong') return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockedFor: this.lock.retryAfterSeconds(who) };
+    if (check === 'locked') return { outcome: 'locked', lockout: this.lock.lockout(who) };
+    if (check === 'wrong') {
+      return { outcome: 'wrong', triesLeft: this.lock.triesLeft(who), lockout: this.lock.lockout(who) };
+    }
     const token = newSecret();
     const createdAt = this.now();
     await this.committer.write('insertDashboardSession', {
       tokenHash: tokenHash(token),
+      replaces: held === null ? null : tokenHash(held),
       createdAt,
       expiresAt: createdAt + limits.dashboardSessionMs,
     });
     return { outcome: 'signed-in', token };
   }
 
-  /** Seconds until the approval lockout of `who` ends, 0 when its passwords are checked. */
-  lockedFor(who: Presenter): number {
-    return this.lock.retryAfterSeconds(who);
+  /** The approval lockout of `who`: its seconds are 0 when its passwords are checked. */
+  lockout(who: Presenter): Lockout {
+    return this.lock.lockout(who);
+  }
+
+  /** Whether a cookie's secret opens a live session; its expiry stays (a glance, not a use of the dashboard). */
+  holds(token: string | null): boolean {
+    return token !== null && SECRET.test(token) && findSession(this.db, tokenHash(token), this.now()) !== null;
   }
 
   /** The live session of a cookie's secret, its expiry moved forward at most once per `dashboardSessionExtendMs`. */
@@ -84,6 +96,28 @@ export class DashboardSessions {
   async signOut(session: DashboardSession): Promise<void> {
     await this.committer.write('deleteDashboardSession', { tokenHash: session.tokenHash });
   }
+}
+
+/**
+ * Ends every session when the approval password is not the one they were opened under: changing it
+ * signs out every browser. The database keeps only a salted scrypt of the password.
+ */
+export async function endSessionsOfAnotherPassword(db: Database, committer: Committer, password: string, log: Logger) {
+  const kept = keptPassword(db);
+  const same = (a: string, b: string) => timingSafeEqual(Buffer.from(a), Buffer.from(b));
+  if (kept !== null && same(await fingerprintOf(password, kept.salt), kept.fingerprint)) return;
+  const salt = newSecret();
+  const fingerprint = await fingerprintOf(password, salt);
+  const ended = await committer.write('keepPasswordEndingSessions', { salt, fingerprint });
+  if (kept !== null) log.info('dashboard.password_changed', { ended });
+}
+
+/** A slow hash (about 35 ms here), so a copy of the database is no fast test of password guesses. */
+async function fingerprintOf(password: string, salt: string): Promise<string> {
+  const derived = await new Promise<Buffer>((resolve, reject) =>
+    scrypt(password, salt, 32, { N: 2 ** 14, r: 8, p: 1 }, (error, key) => (error ? reject(error) : resolve(key))),
+  );
+  return derived.toString('base64url');
 }
 
 /** A session's form token: a MAC of its secret, so it needs no storage and the stored hash cannot forge it. */

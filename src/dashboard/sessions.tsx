@@ -1,5 +1,8 @@
 /** @jsxImportSource @kitajs/html */
-/** An installation's charging sessions: the list (newest first, in pages) and one session with its curve. */
+/**
+ * An installation's charging sessions: the list (newest first, in pages, as cards: a table of five
+ * columns does not fit a phone) and one session with its curve.
+ */
 import type { Session, SessionSummary } from '../charging/history.ts';
 import { formatNumber, LineChart } from './charts.tsx';
 import { durationText, quantityText, utcText } from './format.ts';
@@ -30,28 +33,22 @@ export function SessionsPage({ owner, sessions, next }: { owner: Owner; sessions
       <section aria-labelledby="sessions">
         <h2 id="sessions">Charging sessions</h2>
         {sessions.length === 0 ? <p>No charging sessions recorded.</p> : (
-          <ScrollBox label="Charging sessions table">
-            <table>
-              <caption>Newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Started</th><th scope="col" class="n">Energy</th><th scope="col" class="n">Length</th>
-                  <th scope="col">Charge</th><th scope="col" class="n">Cost</th>
-                </tr>
-              </thead>
-              <tbody>
-                {sessions.map((s) => (
-                  <tr>
-                    <th scope="row"><a href={sessionPath(owner.installationId, s.sessionId)} safe>{utcText(s.startedAt)}</a></th>
-                    <td class="n" safe>{quantityText(s.energyKwh, 'kWh', 2)}</td>
-                    <td class="n" safe>{durationText(lengthOf(s))}</td>
-                    <td safe>{socText(s)}</td>
-                    <td class="n" safe>{s.totalCost === null ? '–' : formatNumber(s.totalCost, 2)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </ScrollBox>
+          <>
+            <p class="muted">Newest first.</p>
+            <ul class="sessions">
+              {sessions.map((s) => (
+                <li>
+                  <h3><a href={sessionPath(owner.installationId, s.sessionId)} safe>{utcText(s.startedAt)}</a></h3>
+                  <dl>
+                    <div><dt>Energy</dt><dd safe>{quantityText(s.energyKwh, 'kWh', 2)}</dd></div>
+                    <div><dt>Length</dt><dd safe>{durationText(lengthOf(s))}</dd></div>
+                    <div><dt>Charge</dt><dd safe>{socText(s)}</dd></div>
+                    <div><dt>Cost</dt><dd safe>{s.totalCost === null ? '–' : formatNumber(s.totalCost, 2)}</dd></div>
+                  </dl>
+                </li>
+              ))}
+            </ul>
+          </>
         )}
         {next === null ? '' : <p><a href={`${sessionsPath(owner.installationId)}?before=${encodeURIComponent(next)}`}>Older sessions</a></p>}
       </section>

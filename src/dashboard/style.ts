@@ -34,7 +34,7 @@ td.n,th.n{text-align:right}
 .pair{display:grid;gap:1rem}
 @media (min-width:56rem){.pair{grid-template-columns:minmax(0,3fr) minmax(0,2fr);align-items:start}}
 .chart{width:100%;height:auto;display:block;margin:0 0 .5rem}
-.chart text{fill:var(--text);font-size:11px}.chart .unit{font-weight:700}
+.chart text{fill:var(--text);font-size:16px}@media (min-width:40rem){.chart text{font-size:12px}}.chart .unit{font-weight:700}
 .chart .grid{stroke:var(--line);stroke-width:1}.chart .baseline{stroke:var(--muted);stroke-width:1}
 .chart .bars rect{fill:var(--bar)}.chart .line{fill:none;stroke:var(--bar);stroke-width:2}.chart .markers circle{fill:var(--bar)}
 .status-ok{color:var(--ok);font-weight:600}.status-warn{color:var(--warn);font-weight:600}.status-bad{color:var(--bad);font-weight:600}
@@ -52,6 +52,11 @@ ul.links{margin:0;padding-left:1.2rem}ul.links li{margin:.3rem 0}
 ul.devices{list-style:none;margin:0;padding:0;display:grid;gap:1rem}@media (min-width:56rem){ul.devices{grid-template-columns:repeat(2,minmax(0,1fr))}}
 ul.devices li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}ul.devices h3{font-size:1rem;margin:0 0 .5rem;overflow-wrap:anywhere}
 ul.devices form{margin:.75rem 0 0}
+ul.sessions{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}
+@media (min-width:56rem){ul.sessions{grid-template-columns:repeat(3,minmax(0,1fr))}}
+ul.sessions li{border:1px solid var(--line);border-radius:.5rem;padding:.75rem}
+ul.sessions h3{font-size:1rem;margin:0 0 .5rem}
+ul.sessions dl{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:.4rem 1rem}ul.sessions dl div{min-width:0}
 figure{margin:0 0 .75rem}figcaption{font-weight:600;margin:0 0 .25rem}
 `;
 

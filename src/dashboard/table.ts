@@ -12,3 +12,15 @@ export const dashboardSessions = sqliteTable(
   },
   (table) => [index('dashboard_sessions_expiry').on(table.expiresAt)],
 );
+
+/**
+ * The approval password the sessions were opened under, as a fingerprint: its scrypt under a random salt
+ * of this database. One row (id 1); a different fingerprint at start ends every session.
+ */
+export const dashboardPassword = sqliteTable('dashboard_password', {
+  id: integer('id').primaryKey(),
+  /** 32 random bytes, base64url. */
+  salt: text('salt').notNull(),
+  /** base64url. */
+  fingerprint: text('fingerprint').notNull(),
+});

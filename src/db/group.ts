@@ -6,9 +6,43 @@
 import type { Database } from 'bun:sqlite';
 import { sqliteCode } from './open.ts';
 
-/** A write operation: runs inside the group's transaction on the writer's connection. */
+/** A write operation: runs inside the group's transaction on the writer's connection; `end` absent if run alone. */
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds ops of every argument and result type.
-export type WriteOp<Args = any, Result = any> = (db: Database, args: Args) => Result;
+export type WriteOp<Args = any, Result = any> = (db: Database, args: Args, end?: GroupEnd) => Result;
+
+/**
+ * Work the writes of a group leave to its end, done once each just before the commit: many writes
+ * touching one row make one statement. A write that rolls back leaves nothing there.
+ */
+export class GroupEnd {
+  private readonly kept = new Map<string, { value: unknown; run: (db: Database, value: never) => void }>();
+  private staged = new Map<string, { value: unknown; run: (db: Database, value: never) => void }>();
+
+  /** What is left under `key` so far: by the writes released, or by this one. */
+  peek<T>(key: string): T | undefined {
+    return (this.staged.get(key) ?? this.kept.get(key))?.value as T | undefined;
+  }
+
+  /** Leaves `run(db, value)` under `key`, replacing what was there. */
+  defer<T>(key: string, value: T, run: (db: Database, value: T) => void): void {
+    this.staged.set(key, { value, run });
+  }
+
+  /** The current write was released: what it left is kept. */
+  release(): void {
+    for (const [key, work] of this.staged) this.kept.set(key, work);
+    this.staged = new Map();
+  }
+
+  /** The current write was rolled back: what it left goes. */
+  discard(): void {
+    this.staged = new Map();
+  }
+
+  run(db: Database): void {
+    for (const { value, run } of this.kept.values()) run(db, value as never);
+  }
+}
 
 export interface Write {
   op: string;
@@ -34,6 +68,7 @@ export function commitGroup(db: Database, ops: Record<string, WriteOp>, writes: 
   } catch (error) {
     return writes.map(() => failed(error, 'group'));
   }
+  const end = new GroupEnd();
   for (const write of writes) {
     const op = ops[write.op];
     try {
@@ -43,10 +78,12 @@ export function commitGroup(db: Database, ops: Record<string, WriteOp>, writes: 
     }
     try {
       if (!op) throw new Error(`unknown write operation ${write.op}`);
-      const value = op(db, write.args);
+      const value = op(db, write.args, end);
       db.query('RELEASE write').run();
+      end.release();
       outcomes.push({ ok: true, value });
     } catch (error) {
+      end.discard();
       if (isGroupFatal(error) || !db.inTransaction) return failGroup(db, writes, error);
       try {
         db.query('ROLLBACK TO write').run();
@@ -58,6 +95,7 @@ export function commitGroup(db: Database, ops: Record<string, WriteOp>, writes: 
     }
   }
   try {
+    end.run(db);
     db.query('COMMIT').run();
   } catch (error) {
     return failGroup(db, writes, error);

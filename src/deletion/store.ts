@@ -134,7 +134,18 @@ const vacuumFreePages: WriteOp<{ pages: number }, number> = (db, { pages }) => {
   return db.query<{ freelist_count: number }, []>('PRAGMA freelist_count').get()!.freelist_count;
 };
 
-export const deletionWrites = { purgeInstallation, deletePurgedSamples, deleteExpiredSamples, vacuumFreePages };
+/** Deletes the purges a running server has applied: it keeps no installation id past that. */
+const deleteAppliedPurges: WriteOp<{ upTo: number }, void> = (db, { upTo }) => {
+  db.query('DELETE FROM purges WHERE id <= ?').run(upTo);
+};
+
+export const deletionWrites = {
+  purgeInstallation,
+  deletePurgedSamples,
+  deleteExpiredSamples,
+  vacuumFreePages,
+  deleteAppliedPurges,
+};
 
 /** Installations whose purge left samples to delete (a purge stopped half way): the next purge finishes them. */
 export function detachedInstallations(db: Database): number[] {
@@ -153,7 +164,3 @@ export function purgesAfter(db: Database, afterId: number): { id: number; instal
     .all(afterId);
 }
 
-/** The newest purge's number (0 when none): a server starting forgets nothing it never held. */
-export function lastPurge(db: Database): number {
-  return db.query<{ id: number | null }, []>('SELECT max(id) AS id FROM purges').get()?.id ?? 0;
-}

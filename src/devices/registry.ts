@@ -7,6 +7,7 @@ import type { Database } from 'bun:sqlite';
 import { monotonicNow } from '../clock.ts';
 import type { Committer } from '../db/committer.ts';
 import { StorageError } from '../db/open.ts';
+import { Poller } from '../db/poll.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -35,7 +36,7 @@ export class DeviceRegistry {
   private byHash = new Map<string, DeviceIdentity>();
   private lastSeenWritten = new Map<string, number>();
   private devicesVersion = -1;
-  private watcher: Timer | null = null;
+  private readonly watcher = new Poller(() => this.reloadIfChanged(), limits.deviceReloadCheckMs);
 
   constructor(
     private readonly db: Database,
@@ -150,13 +151,11 @@ export class DeviceRegistry {
 
   /** Reloads within `limits.deviceReloadCheckMs` of a change to the devices by any connection (CLI revokes too). */
   watch(): void {
-    this.watcher ??= setInterval(() => this.reloadIfChanged(), limits.deviceReloadCheckMs);
-    this.watcher.unref();
+    this.watcher.start();
   }
 
   stop(): void {
-    if (this.watcher) clearInterval(this.watcher);
-    this.watcher = null;
+    this.watcher.stop();
   }
 
   /** Runs on the watcher's timer, so it logs a failure instead of throwing it (that would end the process). */

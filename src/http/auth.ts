@@ -81,9 +81,9 @@ export class Authenticator {
   }
 }
 
-/** A paired car may only touch its own installation; the owner's token may touch any. */
-export function assertMayUse(caller: Caller, installationId: string): void {
+/** A paired car may only touch its own installation, the owner's token any; reads refuse in words of their own. */
+export function assertMayUse(caller: Caller, installationId: string, message: string = messages.otherInstallation) {
   if (caller.kind === 'device' && caller.installationId !== installationId.toLowerCase()) {
-    throw forbidden(messages.otherInstallation);
+    throw forbidden(message);
   }
 }

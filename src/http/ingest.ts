@@ -4,6 +4,7 @@
  */
 import { assertMayUse, type Authenticator, type Caller } from './auth.ts';
 import { readBody, readJsonObject, type BodyBounds } from './body.ts';
+import { messages } from './errors.ts';
 import { uuid } from './validate.ts';
 
 interface RouteContext {
@@ -78,7 +79,7 @@ export function ownedRead<T extends OfInstallation, R>(
 ) {
   return authenticated(auth, bounds, ({ caller, params, request }) => {
     const value = parse(params, new URL(request.url).searchParams);
-    assertMayUse(caller, value.installationId);
+    assertMayUse(caller, value.installationId, messages.readOtherInstallation);
     return handle(value);
   });
 }
@@ -87,7 +88,7 @@ export function ownedRead<T extends OfInstallation, R>(
 export function ownedPath<R>(auth: Authenticator, bounds: BodyBounds, handle: (installationId: string) => R) {
   return authenticated(auth, bounds, ({ caller, params }) => {
     const installationId = uuid(pathId(params), 'installationId');
-    assertMayUse(caller, installationId);
+    assertMayUse(caller, installationId, messages.readOtherInstallation);
     return handle(installationId);
   });
 }

@@ -30,11 +30,15 @@ const NO_STORE = { 'cache-control': 'no-store' };
 
 const json = (value: unknown) => Response.json(value, { headers: NO_STORE });
 
-/** An export as a download, never cached; the /v1 export routes and the dashboard's export links answer with it. */
+const DOWNLOAD_HEADERS = { 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' };
+
+/**
+ * An export as a download, never cached; the /v1 export routes and the dashboard's export links answer
+ * with it. Should a browser show it rather than save it, it is neither sniffed as a page nor allowed to act as one.
+ */
 export function attachment({ contentType, filename, body }: Export): Response {
-  return new Response(body, {
-    headers: { 'content-type': contentType, 'content-disposition': `attachment; filename="${filename}"`, ...NO_STORE },
-  });
+  const headers = { 'content-type': contentType, 'content-disposition': `attachment; filename="${filename}"` };
+  return new Response(body, { headers: { ...headers, ...NO_STORE, ...DOWNLOAD_HEADERS } });
 }
 
 /** `startedAt` and charging times: Unix ms from 2000-01-01 to before 3000-01-01, as the app's times are checked. */

@@ -34,6 +34,12 @@ const UNRECORDED: LockRecords = {
   log: createLogger('error', () => {}),
 };
 
+/** A lockout as a page tells it: seconds left (0: none), and whether it is the backstop's, of all addresses. */
+export interface Lockout {
+  seconds: number;
+  everyone: boolean;
+}
+
 interface AddressLock {
   wrongInARow: number;
   /** On the monotonic clock. */
@@ -64,10 +70,15 @@ export class ApprovalLock {
 
   /** Whole seconds until password checks open for `who` (for `Retry-After`), or 0 when they are open. */
   retryAfterSeconds(who: Presenter): number {
+    return this.lockout(who).seconds;
+  }
+
+  /** The lockout that holds `who` longest, if any. */
+  lockout(who: Presenter): Lockout {
     const own = this.byAddress.get(who.address)?.lockedUntil ?? -Infinity;
     const all = this.spared(who) ? -Infinity : this.backstopUntil;
     const left = Math.max(own, all) - this.elapsed();
-    return left > 0 ? Math.ceil(left / 1000) : 0;
+    return { seconds: left > 0 ? Math.ceil(left / 1000) : 0, everyone: all > own };
   }
 
   /** Wrong passwords `who`'s address may still give before its lockout begins. */

@@ -8,6 +8,7 @@ import { escapeHtml, type Children } from '@kitajs/html';
 import { limits } from '../limits.ts';
 import type { PairingRequest } from './book.ts';
 import { displayUserCode } from './code.ts';
+import type { Lockout } from './lock.ts';
 
 const safeStyle = `
 body{font-family:system-ui,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1b1f24;font-size:1.1rem;line-height:1.45}
@@ -249,8 +250,10 @@ const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock 
 export const wrongPasswordText = (triesLeft: number) =>
   `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before the approval password locks for ${lockoutLength}.`;
 
-export const lockedText = (seconds: number) =>
-  `Too many wrong passwords (${limits.lockoutAttempts} in a row). Try again in ${quantity(seconds, 'second')}.`;
+/** The backstop's lockout is not the reader's doing: it says so, without the count of one address's. */
+export const lockedText = ({ seconds, everyone }: Lockout) =>
+  `Too many wrong passwords ${everyone ? 'from many addresses' : `(${limits.lockoutAttempts} in a row)`}. ` +
+  `Try again in ${quantity(seconds, 'second')}.`;
 
 /** A code no open request has: also one whose car collected its token after an approval (it is paired). */
 export const UNKNOWN_CODE =

@@ -16,7 +16,7 @@ import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
 import type { PairingBook, PairingRequest } from './book.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
-import type { ApprovalLock, Presenter } from './lock.ts';
+import type { ApprovalLock, Lockout, Presenter } from './lock.ts';
 import { parseDecision, parsePoll, parseStart } from './model.ts';
 import {
   ApprovalPage,
@@ -55,6 +55,8 @@ export interface PairingDeps {
   log: Logger;
   /** Counts refused cross-site requests per address, so that a flood of them is not a flood of lines. */
   crossSites: RepeatCounter;
+  /** Whether a request carries a signed-in dashboard's cookie: the backstop spares it. */
+  signedIn: (request: Request) => boolean;
 }
 
 type PageHandler = (request: Request) => PageAnswer | Promise<PageAnswer>;
@@ -74,8 +76,9 @@ export function pairingRoutes(deps: PairingDeps) {
 }
 
 /** The owner's approval page. */
-function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps, crossSiteLog: CrossSiteLog) {
-  const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
+function pageRoutes({ book, lock, config, bodyBounds, log, signedIn }: PairingDeps, crossSiteLog: CrossSiteLog) {
+  const presenterOf = (request: Request): Presenter =>
+    ({ address: clientAddress(request, config.trustProxy), session: signedIn(request) });
 
   /** The open request of what was typed as its code, or the page saying that the code is not open. */
   const openRequest = (typed: string | null): PairingRequest | PageAnswer => {
@@ -108,9 +111,9 @@ function pageRoutes({ book, lock, config, bodyBounds, log }: PairingDeps, crossS
   /** The answer to a wrong password: the approval page with the tries left, or the lockout it began. */
   const wrongPasswordPage = (pairing: PairingRequest, who: Presenter) => {
     log.warn('pairing.wrong_password', { installation: pairing.installationId, address: who.address });
-    const seconds = lock.retryAfterSeconds(who);
-    return seconds > 0
-      ? lockoutPage(403, WRONG_PASSWORD_TITLE, seconds, backToCar(pairing.userCode))
+    const lockout = lock.lockout(who);
+    return lockout.seconds > 0
+      ? lockoutPage(403, WRONG_PASSWORD_TITLE, lockout, backToCar(pairing.userCode))
       : approvalPage(403, pairing, wrongPasswordText(lock.triesLeft(who)));
   };
 
@@ -244,19 +247,20 @@ function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
  * (the approval form posts there), else to the code form: the form itself is read only after the lock.
  */
 function lockedPage(lock: ApprovalLock, request: Request, who: Presenter): PageAnswer | null {
-  const seconds = lock.retryAfterSeconds(who);
-  if (seconds === 0) return null;
+  const lockout = lock.lockout(who);
+  if (lockout.seconds === 0) return null;
   const code = parseUserCode(new URL(request.url).searchParams.get('code'));
-  return lockoutPage(429, LOCKED_TITLE, seconds, code === null ? ENTER_A_CODE : backToCar(code));
+  return lockoutPage(429, LOCKED_TITLE, lockout, code === null ? ENTER_A_CODE : backToCar(code));
 }
 
 /** A page saying the lockout's seconds, with `Retry-After` and a link on that does not send the form again. */
-function lockoutPage(status: 403 | 429, title: string, seconds: number, back: BackLink): PageAnswer {
-  return pageAnswer(status, <MessagePage title={title} text={lockedText(seconds)} back={back} />, { 'Retry-After': String(seconds) });
+function lockoutPage(status: 403 | 429, title: string, lockout: Lockout, back: BackLink): PageAnswer {
+  const page = <MessagePage title={title} text={lockedText(lockout)} back={back} />;
+  return pageAnswer(status, page, { 'Retry-After': String(lockout.seconds) });
 }
 
 /** Said on the approval page during a lockout, so that nobody types the password only to be refused. */
 function lockNotice(lock: ApprovalLock, who: Presenter): string | undefined {
-  const seconds = lock.retryAfterSeconds(who);
-  return seconds === 0 ? undefined : lockedText(seconds);
+  const lockout = lock.lockout(who);
+  return lockout.seconds === 0 ? undefined : lockedText(lockout);
 }

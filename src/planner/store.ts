@@ -85,8 +85,10 @@ export interface PlannerFailure {
   attempt: number;
 }
 
+// Only while the installation exists: a request in flight across a purge must not bring its status back.
 const RECORD_FAILURE = `INSERT INTO planner_status (installation_id, last_failure_at, last_failure_status, last_failure_error, last_failure_attempt)
-  VALUES ($installationId, $at, $status, $error, $attempt)
+  SELECT $installationId, $at, $status, $error, $attempt
+  WHERE EXISTS (SELECT 1 FROM installations WHERE uuid = $installationId)
   ON CONFLICT (installation_id) DO UPDATE SET last_failure_at = excluded.last_failure_at,
     last_failure_status = excluded.last_failure_status, last_failure_error = excluded.last_failure_error,
     last_failure_attempt = excluded.last_failure_attempt`;

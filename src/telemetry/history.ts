@@ -32,11 +32,15 @@ export class SampleHistory {
     this.installation = db.query<{ id: number; latestUtc: number | null; latestReceivedAt: number | null }, [string]>(
       'SELECT id, latest_utc AS latestUtc, latest_received_at AS latestReceivedAt FROM installations WHERE uuid = ?',
     );
-    this.newest = db.query<SampleRow, [number]>(
-      `SELECT utc, ${FIELDS} FROM samples WHERE installation = ? ORDER BY utc DESC LIMIT 1`,
+    // The key leads with `utc`: seeking down from the installation's newest `utc` finds its sample at
+    // once, where `ORDER BY utc DESC` alone would walk every newer sample of every other installation.
+    this.newest = db.query<SampleRow, [number, number]>(
+      `SELECT utc, ${FIELDS} FROM samples WHERE installation = ? AND utc <= ? ORDER BY utc DESC LIMIT 1`,
     );
-    this.counted = db.query<{ n: number }, [number, number]>(
-      'SELECT count(*) AS n FROM samples WHERE installation = ? AND utc >= ?',
+    this.counted = db.query<{ installationId: string; n: number }, [number]>(
+      `SELECT uuid AS installationId, n
+       FROM (SELECT installation, count(*) AS n FROM samples WHERE utc >= ? GROUP BY installation)
+       JOIN installations ON installations.id = installation`,
     );
     this.page = db.query<SampleRow, [number, number, number, number]>(
       `SELECT utc, ${FIELDS} FROM samples WHERE installation = ? AND utc > ? AND utc <= ? ORDER BY utc LIMIT ?`,
@@ -46,8 +50,8 @@ export class SampleHistory {
   /** The installation's newest sample (by `utc`) with every stored field, or null when it has none. */
   latest(installationId: string): LatestSample | null {
     const installation = this.installation.get(installationId);
-    if (!installation) return null;
-    const row = this.newest.values(installation.id)[0] as SampleRow | undefined;
+    if (!installation || installation.latestUtc === null) return null;
+    const row = this.newest.values(installation.id, installation.latestUtc)[0] as SampleRow | undefined;
     if (!row) return null;
     const utc = row[0] as number;
     // The time is kept for the newest `utc` only; an older sample left newest (after a deletion) has none.
@@ -65,10 +69,12 @@ export class SampleHistory {
       .all();
   }
 
-  /** How many samples the installation holds from `utc` (seconds) on. */
-  samplesSince(installationId: string, utc: number): number {
-    const installation = this.installation.get(installationId);
-    return installation ? this.counted.get(installation.id, utc)!.n : 0;
+  /**
+   * How many samples each installation holds from `utc` (seconds) on, absent ones having none: one
+   * pass over the samples since `utc`, whatever the number of installations.
+   */
+  samplesSince(utc: number): Map<string, number> {
+    return new Map(this.counted.all(utc).map(({ installationId, n }) => [installationId, n]));
   }
 
   /** The installation's samples in the range, oldest first, as rows (`utc`, then the fields), a page at a time. */
@@ -77,11 +83,13 @@ export class SampleHistory {
     { from, to }: UtcRange = {},
     pageRows: number = limits.exportPageRows,
   ): Generator<SampleRow[]> {
-    const installation = this.installation.get(installationId);
-    if (!installation) return;
     let after = (from ?? 0) - 1;
-    const last = to ?? Number.MAX_SAFE_INTEGER;
     for (;;) {
+      // Read a page at a time: a purge ends the export, and samples stored meanwhile are included.
+      const installation = this.installation.get(installationId);
+      if (installation?.latestUtc == null) return;
+      // The key leads with utc: bounded by the newest sample, the last page does not scan later installations' rows.
+      const last = Math.min(to ?? Number.MAX_SAFE_INTEGER, installation.latestUtc);
       // One statement a page, so that no read transaction stays open while the client reads.
       const page = this.page.values(installation.id, after, last, pageRows) as SampleRow[];
       if (page.length > 0) yield page;

@@ -1,7 +1,7 @@
 /** Samples in the database, written through the committer. */
 import type { Database, Statement } from 'bun:sqlite';
 import { limits } from '../limits.ts';
-import type { WriteOp } from '../db/group.ts';
+import type { GroupEnd, WriteOp } from '../db/group.ts';
 import { sqliteCode } from '../db/open.ts';
 import { sampleFieldNames, sampleFields } from './fields.ts';
 import type { SampleRow } from './model.ts';
@@ -98,24 +98,42 @@ export interface StoredSamples {
  * The write of a batch's usable samples, all or none; answers what it changed in the outbox, so the
  * forwarder need not read it back. Only inserted rows become pending: a re-sent sample keeps its state.
  */
-const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write) => {
+const storeSamples: WriteOp<SampleWrite, StoredSamples> = (db, write, end) => {
   const stored: StoredSamples = { added: [], rewritten: false };
   const installation = installationKey(db, write.installationId);
   const batch = unpack(write);
   insertSamples(db, installation, batch, stored);
-  noteLatest(db, installation, batch, write.receivedAt);
+  noteLatest(db, end, installation, batch, write.receivedAt);
   if (withdrawSentByCar(db, installation, batch)) stored.rewritten = true;
   return stored;
 };
 
-/** A batch holding the installation's newest sample so far records its `utc` and when it came. */
-function noteLatest(db: Database, installation: number, batch: SampleBatch, receivedAt: number): void {
-  let newest = -Infinity;
-  for (let r = 0; r < batch.count; r++) newest = Math.max(newest, utcOf(batch, r));
+/** The newest `utc` of an installation's batches in a group, and when the last batch holding it came. */
+interface Latest {
+  installation: number;
+  utc: number;
+  receivedAt: number;
+}
+
+/**
+ * A batch holding the installation's newest sample so far records its `utc` and when it came: once
+ * per installation at the end of the group, the last batch of the newest `utc` winning, as in turn.
+ */
+function noteLatest(db: Database, end: GroupEnd | undefined, installation: number, batch: SampleBatch, at: number) {
+  let utc = -Infinity;
+  for (let r = 0; r < batch.count; r++) utc = Math.max(utc, utcOf(batch, r));
+  const latest = { installation, utc, receivedAt: at };
+  if (!end) return writeLatest(db, latest);
+  const key = `latest:${installation}`;
+  if ((end.peek<Latest>(key)?.utc ?? -Infinity) > utc) return;
+  end.defer(key, latest, writeLatest);
+}
+
+function writeLatest(db: Database, { installation, utc, receivedAt }: Latest): void {
   db.query(
     `UPDATE installations SET latest_utc = ?1, latest_received_at = ?2
      WHERE id = ?3 AND (latest_utc IS NULL OR latest_utc <= ?1)`,
-  ).run(newest, receivedAt, installation);
+  ).run(utc, receivedAt, installation);
 }
 
 /** Withdraws the waiting sample at `plannerSentUtc`, which the car says the planner has; answers whether one was. */

@@ -1,0 +1,33 @@
+/** What the dashboard calls each sample field (its unit comes from the field table); a new field needs one here. */
+import type { SampleFieldName } from '../telemetry/fields.ts';
+
+export const sampleLabels: Record<SampleFieldName, string> = {
+  soc: 'State of charge',
+  soh: 'State of health',
+  power: 'Power',
+  speed: 'Speed',
+  lat: 'Latitude',
+  lon: 'Longitude',
+  elevation: 'Elevation',
+  heading: 'Heading',
+  is_charging: 'Charging',
+  is_dcfc: 'DC fast charging',
+  is_parked: 'Parked',
+  capacity: 'Battery capacity',
+  soe: 'Energy in the battery',
+  kwh_charged: 'Energy charged',
+  ext_temp: 'Outside temperature',
+  batt_temp: 'Battery temperature',
+  cabin_temp: 'Cabin temperature',
+  hvac_power: 'Climate power',
+  hvac_setpoint: 'Climate set point',
+  voltage: 'Battery voltage',
+  current: 'Battery current',
+  odometer: 'Odometer',
+  est_battery_range: 'Estimated range',
+  tire_pressure_fl: 'Tyre pressure, front left',
+  tire_pressure_fr: 'Tyre pressure, front right',
+  tire_pressure_rl: 'Tyre pressure, rear left',
+  tire_pressure_rr: 'Tyre pressure, rear right',
+  car_model: 'Car model',
+};
