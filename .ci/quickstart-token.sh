@@ -57,8 +57,10 @@ stop || exit 1
 start || exit 1
 second=$(token)
 [ "$first" = "$second" ] || { echo "quickstart: the token changed across a restart"; exit 1; }
-[ "$(grep -c '^INGEST_TOKEN=' "$copy/.env")" = 1 ] || { echo "quickstart: .env holds more than one INGEST_TOKEN"; exit 1; }
-[ "$(stat -c %a "$copy/.env")" = 600 ] || { echo "quickstart: .env is not private (mode $(stat -c %a "$copy/.env"))"; exit 1; }
+[ "$(grep -c '^INGEST_TOKEN=' "$copy/.env")" = 1 ] \
+  || { echo "quickstart: .env holds more than one INGEST_TOKEN"; exit 1; }
+[ "$(stat -c %a "$copy/.env")" = 600 ] \
+  || { echo "quickstart: .env is not private (mode $(stat -c %a "$copy/.env"))"; exit 1; }
 status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $second" \
   "http://127.0.0.1:$port/v1/consumption/history/5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01")
 [ "$status" = 200 ] || { echo "quickstart: the kept token was answered $status, not 200"; exit 1; }

@@ -1,8 +1,9 @@
 /**
  * The durable baseline's writer: parses each body and stores its samples, one transaction and one
- * sync (WAL, synchronous=FULL; NORMAL when the benchmark runs with DURABILITY=fast) per group of bodies, a plain INSERT OR REPLACE of the values of
- * bench/telemetry.lua's samples keyed like the service's samples, (utc, a small number per
- * installation), the numbers kept in memory only; no savepoints, no validation.
+ * sync (WAL, synchronous=FULL; NORMAL when the benchmark runs with DURABILITY=fast) per group of bodies,
+ * a plain INSERT OR REPLACE of the values of bench/telemetry.lua's samples keyed like the service's
+ * samples, (utc, a small number per installation), the numbers kept in memory only; no savepoints, no
+ * validation.
  */
 import { Database } from 'bun:sqlite';
 

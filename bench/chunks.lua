@@ -23,7 +23,8 @@ function request()
   local id = string.format("%08x-0000-4000-8000-%04x%08x", run, threadIndex, installation)
   local recordedAt = 1767225600000 + counter * 1000
   local body = string.format(
-    '{"installationId":"%s","recordedAt":%d,"date":"2026-01-01","day":{"km":%.2f,"kwh":%.3f,"hours":0.03,"socDrop":0.4}}',
+    '{"installationId":"%s","recordedAt":%d,"date":"2026-01-01",' ..
+    '"day":{"km":%.2f,"kwh":%.3f,"hours":0.03,"socDrop":0.4}}',
     id, recordedAt, 1 + (counter % 7) * 0.25, 0.18 + (counter % 5) * 0.01)
   return wrk.format(nil, "/v1/consumption/daily", nil, body)
 end

@@ -50,7 +50,8 @@ const chunkPuts = chunkPutScript(INSTALLATION);
  */
 const snapshotPuts = putScript(`return wrk.format(nil, nil, nil, string.format('{"installationId":"${INSTALLATION}",' ..
     '"recordedAt":%d,"date":"2026-01-01","day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},' ..
-    '"lifetime":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', 1767225600000 + offset / 1000 + n))`);
+    '"lifetime":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}',
+    1767225600000 + offset / 1000 + n))`);
 /** The reference write: a minimal charging session, one row and no sums. */
 const sessionPuts = putScript(`return wrk.format(nil, "/v1/charging-sessions/s" .. k, nil, string.format(
     '{"installationId":"${INSTALLATION}","startedAt":%d,"endedAt":%d,"energyKwh":30}', k, k))`);
@@ -76,7 +77,8 @@ if (import.meta.main) {
   const databasePath = join(benchDir(), 'ev.db');
   const started = performance.now();
   const seeded = seed(databasePath);
-  console.log(`# consumption: seeded ${seeded.chunks} chunks over ${seeded.days} days in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(`# consumption: seeded ${seeded.chunks} chunks over ${seeded.days} days in ${seconds} s`);
 
   const service = await startService({}, databasePath);
   try {
@@ -85,7 +87,8 @@ if (import.meta.main) {
     const body = await (await fetch(historyUrl, { headers: AUTHORIZATION })).text();
     const records = (JSON.parse(body) as { records: unknown[] }).records.length;
     console.log(`history answer: ${records} records, ${(body.length / 1024).toFixed(1)} KiB`);
-    console.log(`history, first read after a chunk write (not cached): median ${(await uncachedMs(service, historyUrl)).toFixed(2)} ms`);
+    const uncached = (await uncachedMs(service, historyUrl)).toFixed(2);
+    console.log(`history, first read after a chunk write (not cached): median ${uncached} ms`);
 
     for (const [name, url] of [['history', historyUrl], ['health (reference)', healthUrl]] as const) {
       const pace = await paced(url, { perSecond: PACE, seconds: SECONDS });

@@ -43,7 +43,8 @@ async function health() {
   const ratios = ours.map((run, round) => run.requestsPerSecond / bare[round]!.requestsPerSecond);
   const percent = (ratio: number) => `${(ratio * 100).toFixed(0)}%`;
   console.log(
-    `  ratio ev-ingest / bare: ${percent(median(ratios))} (median of the rounds' ratios: ${ratios.map(percent).join(', ')}; target ≥ 70%)`,
+    `  ratio ev-ingest / bare: ${percent(median(ratios))} ` +
+      `(median of the rounds' ratios: ${ratios.map(percent).join(', ')}; target ≥ 70%)`,
   );
 }
 

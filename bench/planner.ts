@@ -199,7 +199,8 @@ async function main(): Promise<number> {
   console.log(`  max ingest, forwarding on:  ${on.toFixed(0)} req/s (median), ratio of medians ${(on / off).toFixed(3)}`);
   console.log(`  on/off per pair: ${pairs.map((ratio) => ratio.toFixed(2)).join(' ')}; median ${median(pairs).toFixed(3)}`);
   console.log(
-    `  server CPU: ${(ingestCpu * 1e6).toFixed(0)} µs per ingest request; forwarding ${(forwardCpu * 1e6).toFixed(0)} µs per sample ` +
+    `  server CPU: ${(ingestCpu * 1e6).toFixed(0)} µs per ingest request; ` +
+      `forwarding ${(forwardCpu * 1e6).toFixed(0)} µs per sample ` +
       `(${((forwardCpu * FLEET * BATCH) * 100).toFixed(0)}% of one core at ${FLEET * BATCH} samples/s)`,
   );
   console.log(`  every fleet sample at the planner exactly once: ${exact ? 'yes' : 'NO'}`);

@@ -74,7 +74,8 @@ function request()
       ? `local body = "api_key=bench&token=" .. TOKENS[car] .. "&tlm=" .. UTC_OPEN .. utc .. REST
   return wrk.format("POST", "/abrp/1/tlm/send", { ["Content-Type"] = "application/x-www-form-urlencoded" }, body)`
       : `local body = '{"installationId":"' .. IDS[car] .. '","samples":[{"utc":' .. utc .. SAMPLE .. ']}'
-  return wrk.format("POST", "/v1/telemetry", { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. TOKENS[car] }, body)`
+  local headers = { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. TOKENS[car] }
+  return wrk.format("POST", "/v1/telemetry", headers, body)`
   }
 end
 `;
@@ -95,13 +96,15 @@ if (import.meta.main) {
       if (result.non2xx > 0 || result.errors > 0) console.log(`  warning: ${kind}: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
       return { ...result, cpuUsPerRequest: cpuUs / result.requests };
     };
-    console.log(`# relay: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, load ${(await Bun.file('/proc/loadavg').text()).trim()}`);
+    const loadavg = (await Bun.file('/proc/loadavg').text()).trim();
+    console.log(`# relay: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, load ${loadavg}`);
     const [relay, batch] = await alternate(ROUNDS, () => load('relay'), () => load('batch'));
     const ratios = relay.map((run, round) => run.requestsPerSecond / batch[round]!.requestsPerSecond);
     console.log(formatLoad('POST /abrp/1/tlm/send, form body (median run)', medianRun(relay)));
     console.log(formatLoad('POST /v1/telemetry, 1-sample batch (median run)', medianRun(batch)));
     console.log(
-      `relay / batch: ${(median(ratios) * 100).toFixed(0)}% (each round: ${ratios.map((r) => `${(r * 100).toFixed(0)}%`).join(', ')}; target ≥ 80%)`,
+      `relay / batch: ${(median(ratios) * 100).toFixed(0)}% ` +
+        `(each round: ${ratios.map((r) => `${(r * 100).toFixed(0)}%`).join(', ')}; target ≥ 80%)`,
     );
     // The server's own CPU time a request: what the other loads of a shared machine disturb least.
     const cpu = (runs: Measured[]) => median(runs.map((run) => run.cpuUsPerRequest));

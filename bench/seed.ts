@@ -64,7 +64,10 @@ export function seedChunks(db: Database, { installationId, years, chunksPerDay, 
   });
   for (let day = 0; day < days; day += 1) seedDay(day);
   const stored = toStored(lifetime);
-  db.query('INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits) VALUES (?, ?, ?, ?, ?, ?)').run(
+  db.query(
+    'INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits) ' +
+      'VALUES (?, ?, ?, ?, ?, ?)',
+  ).run(
     installationId, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits,
   );
   return { chunks: days * chunksPerDay, days };
@@ -79,7 +82,8 @@ export function seedSamples(db: Database, installationId: string, count: number,
   db.query(
     `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
      INSERT INTO samples (installation, utc, soc, power, speed, lat, lon, is_charging)
-     SELECT ?, ? + i * ?, 20 + i % 80, (i % 100) - 30.0, i % 130, 52.5 + (i % 1000) / 10000.0, 13.4 + (i % 997) / 10000.0, 0 FROM n`,
+     SELECT ?, ? + i * ?, 20 + i % 80, (i % 100) - 30.0, i % 130,
+            52.5 + (i % 1000) / 10000.0, 13.4 + (i % 997) / 10000.0, 0 FROM n`,
   ).run(count - 1, id, lastUtc - (count - 1) * spacing, spacing);
   db.query('UPDATE installations SET latest_utc = ?, latest_received_at = ? WHERE id = ?').run(lastUtc, lastUtc * 1000, id);
 }

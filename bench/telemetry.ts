@@ -7,9 +7,10 @@
  * Run: `bun bench/telemetry.ts` (or `bun run bench`, which runs every benchmark).
  *
  * Environment: BENCH_SECONDS (per wrk run, default 8), BENCH_ROUNDS (rotating runs of each side per
- * batch size, default 3: an odd count has a median run), BENCH_RSS_SAMPLES (samples stored before reading RSS, default 5000000),
- * BENCH_RSS_MAX_SECONDS (time allowed for filling up to that, default 240), DURABILITY (of the
- * service and the durable baseline, default full). Raw figures go to bench/results/telemetry-<time>.json.
+ * batch size, default 3: an odd count has a median run), BENCH_RSS_SAMPLES (samples stored before
+ * reading RSS, default 5000000), BENCH_RSS_MAX_SECONDS (time allowed for filling up to that, default
+ * 240), DURABILITY (of the service and the durable baseline, default full). Raw figures go to
+ * bench/results/telemetry-<time>.json.
  */
 import { Database } from 'bun:sqlite';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -114,7 +115,8 @@ if (import.meta.main) {
         const versus = side === 'service' ? '' : `${fmt(ratio, 2)} (${roundRatios.map((value) => fmt(value, 2)).join(', ')})`;
         console.log(
           `${String(batchSize).padStart(5)}  ${side.padEnd(9)} ${fmt(rate).padStart(11)} ` +
-            `${fmt(rate * batchSize).padStart(12)} ${fmt(p50Ms, 2).padStart(8)} ${fmt(p99Ms, 2).padStart(8)}   ${versus}`,
+            `${fmt(rate * batchSize).padStart(12)} ${fmt(p50Ms, 2).padStart(8)} ` +
+            `${fmt(p99Ms, 2).padStart(8)}   ${versus}`,
         );
       }
     }

@@ -174,7 +174,7 @@ function parseDotenv(text: string): Env {
   return env;
 }
 
-/** A value as written after `=`: quoted (a comment after the closing quote dropped) or bare (a ` #` comment dropped). */
+/** A value as written after `=`: quoted (a comment after the closing quote dropped) or bare (` #…` dropped). */
 function unquote(value: string): string {
   const quote = value[0];
   if (quote === '"' || quote === "'") {
@@ -271,7 +271,8 @@ function approvalPassword(env: Env): string | null {
   refuseUnsendable(env, 'APPROVAL_PASSWORD', value);
   if (value.length < limits.approvalPasswordMinChars) {
     throw new ConfigError(
-      `APPROVAL_PASSWORD must have at least ${limits.approvalPasswordMinChars} characters (it has ${value.length}); unset it to turn pairing off`,
+      `APPROVAL_PASSWORD must have at least ${limits.approvalPasswordMinChars} characters ` +
+        `(it has ${value.length}); unset it to turn pairing off`,
     );
   }
   // Every car app holds the shared token: as the approval password it would let any of them approve and revoke.

@@ -134,7 +134,7 @@ export const limits = {
   /** First backoff after a failed attempt; it doubles up to `plannerBackoffMaxMs`. */
   plannerBackoffFirstMs: 1000,
   plannerBackoffMaxMs: 60_000,
-  /** Longest planner answer read, in bytes: its real ones are `{"status":"ok"}` or a short error; a longer one is cut off. */
+  /** Longest planner answer read, in bytes: real ones are `{"status":"ok"}` or a short error; longer is cut off. */
   plannerAnswerBytes: 4_096,
   /** Deadline of one request to the planner. */
   plannerTimeoutMs: 10_000,
@@ -145,7 +145,7 @@ export const limits = {
   plannerMarkGatherMs: 20,
   /** Wait before writing again outcomes whose write failed (a full disk); meanwhile their samples are not resent. */
   plannerMarkRetryMs: 1000,
-  /** Of the failed writes of outcomes in a row (one per `plannerMarkRetryMs`), the first and then every this many are logged: once a minute. */
+  /** Failed outcome writes in a row (one per `plannerMarkRetryMs`): the first and every this many are logged. */
   plannerMarkFailuresLogged: 60,
   /**
    * Rows read by one statement of an export or a history read: what an export holds in memory at once,

@@ -190,7 +190,9 @@ function warnIfLinked(storage: Storage, log: Logger): void {
   log.warn('database.hard_linked', {
     file,
     links,
-    hint: 'another name of this file gets its own -wal and escapes the lock; open it by no other name, and back it up with `ev-ingest backup`',
+    hint:
+      'another name of this file gets its own -wal and escapes the lock; ' +
+      'open it by no other name, and back it up with `ev-ingest backup`',
   });
 }
 
@@ -256,7 +258,7 @@ export function listen(
         // Asked of the request Bun made: a request rebuilt below has no socket, and would count under no address.
         const peer = server.requestIP(request)?.address;
         if (!URL.canParse(request.url)) {
-          // RFC 9112 §3.2: a Host that no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
+          // RFC 9112 §3.2: a Host no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
           if (request.headers.has('host')) return hostRefused();
           // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
           request = new Request(new URL(request.url, server.url).href, request);

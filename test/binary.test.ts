@@ -33,7 +33,7 @@ describe('command line', () => {
     expect(result.stderr).toStartWith('ev-ingest: unknown command "frobnicate"');
   });
 
-  test('after a command, -h and --help print its usage and exit 0, and another argument beginning with "-" is refused: no file, no server', () => {
+  test('after a command, -h and --help print its usage (exit 0); another "-…" argument is refused', () => {
     const cwd = tempDir();
     const source = join(tempDir(), 'live.db');
     new Database(source).run('CREATE TABLE t (x)');
@@ -94,7 +94,7 @@ describe('command line', () => {
 });
 
 describe('serving', () => {
-  test('alone in a fresh folder it creates and migrates its database, serves, and stops cleanly on SIGTERM', async () => {
+  test('in a fresh folder it creates and migrates its database, serves, and stops cleanly on SIGTERM', async () => {
     const cwd = dirname(binary);
     const server = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN }, cwd);
     const health = await fetch(new URL('/v1/health', server.url));
@@ -131,7 +131,7 @@ describe('serving', () => {
     expect(output).not.toContain(OWNER_TOKEN);
   });
 
-  test("under the umask 022 the folders and files it creates are its owner's alone; an existing database keeps its mode", async () => {
+  test("under umask 022 what it creates is its owner's alone; an existing database keeps its mode", async () => {
     const cwd = tempDir();
     const path = join(cwd, 'new', 'data', 'ev.db');
     const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: path };
@@ -169,15 +169,16 @@ describe('serving', () => {
     );
   });
 
-  test('a database a newer ev-ingest migrated refuses the start, exit 1 with one line, and backup still copies it', async () => {
+  test('a database a newer ev-ingest migrated refuses the start (exit 1, one line); backup copies it', async () => {
     const cwd = tempDir();
     const path = join(cwd, 'ev.db');
     migratedByNewerVersion(path, [Date.UTC(2030, 0, 2)]);
+    const unknown = '1 migration this version does not know, the newest dated 2030-01-02T00:00:00.000Z';
     expect(await launchBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: path }, cwd)).toEqual({
       exited: {
         code: 1,
         stdout: '',
-        stderr: `ev-ingest: ${migratedByNewerRefusal(path, '1 migration this version does not know, the newest dated 2030-01-02T00:00:00.000Z')}\n`,
+        stderr: `ev-ingest: ${migratedByNewerRefusal(path, unknown)}\n`,
       },
     });
     const file = join(cwd, 'before-downgrade.db');
@@ -229,7 +230,7 @@ describe('shutdown', () => {
 });
 
 describe('one server per database', () => {
-  test('a second server on the database exits 1 with one line; the first goes on serving, the devices command and another database beside it', async () => {
+  test('a second server on the database exits 1; the first, devices and a database beside it serve on', async () => {
     const cwd = tempDir();
     const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'ev.db') };
     const first = await startBinary(binary, env, cwd);
@@ -239,7 +240,9 @@ describe('one server per database', () => {
       exited: {
         code: 1,
         stdout: '',
-        stderr: `ev-ingest: DATABASE_PATH ${env.DATABASE_PATH} is used by another ev-ingest server (or a command migrating it); refusing to start a second one\n`,
+        stderr:
+          `ev-ingest: DATABASE_PATH ${env.DATABASE_PATH} is used by another ev-ingest server ` +
+          '(or a command migrating it); refusing to start a second one\n',
       },
     });
     expect((await put(consumptionChunk({ recordedAt: 1_764_080_000_124 }))).status).toBe(204);
@@ -254,7 +257,7 @@ describe('one server per database', () => {
     db.close();
   });
 
-  test('a second server on another database but the same port exits 1 with one line instead of sharing the port', async () => {
+  test('a second server on another database but the same port exits 1 (one line), not sharing the port', async () => {
     const cwd = tempDir();
     const first = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'a.db') }, cwd);
     const port = first.url.port;

@@ -22,7 +22,7 @@ let starts = 0;
 
 const running = new Set<Bun.Subprocess>();
 
-/** Ends every binary still running: a test that fails before it stops its server must not leave it behind (cleanup.ts). */
+/** Ends every binary still running: a test failing before its stop must not leave its server behind (cleanup.ts). */
 export function killStrayBinaries(): void {
   for (const child of running) child.kill('SIGKILL');
 }
@@ -41,7 +41,8 @@ export type Start = { running: RunningBinary } | { exited: { code: number; stdou
 
 /** Starts the binary and waits for it to serve (see startBinary) or to exit. */
 export async function launchBinary(binary: string, env: Record<string, string>, cwd: string): Promise<Start> {
-  const logPath = join(cwd, `ev-ingest.${++starts}.stdout.log`); // one per start: a restart must not read the last one's address
+  // One per start: a restart must not read the last one's address.
+  const logPath = join(cwd, `ev-ingest.${++starts}.stdout.log`);
   const child = Bun.spawn([binary], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },

@@ -68,7 +68,7 @@ const appRow = {
 };
 
 describe('PUT /v1/charging-sessions/{sessionId}', () => {
-  test('stores the car app’s session with every field, curve included, and answers 204 with an empty body', async () => {
+  test('stores the car app’s session with every field, curve included, and answers 204, empty body', async () => {
     const response = await putSession({ ...appSession(), installationId: INSTALLATION.toUpperCase() });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe('');

@@ -160,7 +160,7 @@ describe('serveConfig', () => {
     expect(message).not.toContain('secret-token');
   });
 
-  test('PLANNER_TOKENS_FILE may hold one pair a line; a token with whitespace inside, or an installation named twice, is refused', () => {
+  test('PLANNER_TOKENS_FILE holds a pair a line; refused: a token with inner whitespace, an installation twice', () => {
     const [a, b] = ['5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01', '0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b'];
     const file = join(tempDir(), 'planner-tokens');
     writeFileSync(file, `${a}=tok-a\r\n${b}=tok-b,\n`);
@@ -242,7 +242,7 @@ describe('readEnvironment', () => {
     expect(readServerEnvironment({ INGEST_TOKEN_FILE: file }, dir).INGEST_TOKEN).toBe('token-from-a-file-0123456789');
   });
 
-  test('<NAME>_FILE loses one final newline, LF or CRLF, and a second one is refused as whitespace, naming the file variable', () => {
+  test('<NAME>_FILE loses one final LF or CRLF; a second is refused as whitespace, naming the file variable', () => {
     const dir = tempDir();
     const file = join(dir, 'secret');
     const fromFile = (name: 'INGEST_TOKEN' | 'APPROVAL_PASSWORD', contents: string) => {
@@ -285,13 +285,14 @@ describe('readEnvironment', () => {
     );
   });
 
-  test('a secret given in the environment, in either form, replaces both forms of .env: the environment wins as a whole', () => {
+  test('a secret in the environment, in either form, replaces both forms of .env: the environment wins whole', () => {
     const dir = tempDir();
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, `${TOKEN}\n`);
     writeFileSync(
       join(dir, '.env'),
-      'INGEST_TOKEN=from-dotenv-token-0123456789\nAPPROVAL_PASSWORD_FILE=/nonexistent/password\nPLANNER_API_KEY=dotenv-key\n',
+      'INGEST_TOKEN=from-dotenv-token-0123456789\nAPPROVAL_PASSWORD_FILE=/nonexistent/password\n' +
+        'PLANNER_API_KEY=dotenv-key\n',
     );
     const processEnv = { INGEST_TOKEN_FILE: tokenFile, APPROVAL_PASSWORD: 'long-enough-1' };
     expect(serveConfig(readServerEnvironment(processEnv, dir))).toMatchObject({

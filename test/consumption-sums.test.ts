@@ -79,7 +79,7 @@ describe('sums an earlier build wrote in its fixed unit of 2^-64', () => {
   const legacySum = (days: Day[], field: (typeof FIELDS)[number]) =>
     String(days.reduce((units, day) => units + BigInt(Math.round(day[field] * 2 ** 64)), 0n));
 
-  /** A folder with a database of schema 0003 holding the chunks with the day and lifetime sums the earlier version wrote. */
+  /** A folder with a schema 0003 database holding chunks with the day and lifetime sums the earlier version wrote. */
   function legacyDatabase(chunks: ConsumptionChunk[]): string {
     const dir = tempDir();
     const db = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
@@ -150,7 +150,7 @@ test('the history cache keeps the installations read most recently: a read saves
   expect(readsDatabase(1)).toBe(true); // evicted, though cached after 0
 });
 
-test('a read while a chunk is being written may answer the old history, but the cache forgets it once the write is committed', async () => {
+test('a read during a chunk write may answer the old history; the cache forgets it once that commits', async () => {
   const { committer } = service.storage;
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -165,7 +165,7 @@ test('a read while a chunk is being written may answer the old history, but the 
   expect(lifetimeKm()).toBe(10);
 });
 
-test('a write that fails after its commit (a sync of the WAL failing) still makes the cache forget the answer', async () => {
+test('a write failing after its commit (a failed WAL sync) still makes the cache forget the answer', async () => {
   const { committer } = service.storage;
   const failingAfterCommit = {
     write: async (op, args) => {

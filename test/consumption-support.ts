@@ -60,7 +60,7 @@ export function finestUnits(x: number): bigint {
   return (BigInt(whole) << 537n) + BigInt((scaled - whole) * 2 ** 537);
 }
 
-/** The double nearest to units·2^-1074, read by parseFloat from its exact decimal expansion (units·5^1074 / 10^1074). */
+/** The double nearest units·2^-1074, read by parseFloat from its exact decimal expansion (units·5^1074 / 10^1074). */
 export function nearestDouble(units: bigint): number {
   const digits = ((units < 0n ? -units : units) * 5n ** 1074n).toString().padStart(1075, '0');
   const magnitude = Number.parseFloat(`${digits.slice(0, -1074)}.${digits.slice(-1074)}`);

@@ -47,7 +47,8 @@ describe('PUT /v1/consumption/daily', () => {
     const before = service.storage.committer.stats;
     await Promise.all(Array.from({ length: 20 }, (_, n) => put(chunk({ date: dates[n % dates.length]!, day: day(10) }))));
     const after = service.storage.committer.stats;
-    expect(after.groups - before.groups).toBeLessThan(after.writes - before.writes); // some copies met in one transaction
+    // Some copies met in one transaction.
+    expect(after.groups - before.groups).toBeLessThan(after.writes - before.writes);
     const { records, lifetime } = await history();
     expect(records).toHaveLength(1);
     expect(records[0]!.day).toEqual(day(10));
@@ -56,7 +57,7 @@ describe('PUT /v1/consumption/daily', () => {
     expect(service.storage.db.query('SELECT sum(chunks) AS n, count(*) AS days FROM consumption_days').get()).toEqual({ n: 1, days: 1 });
   });
 
-  test('an older app’s lifetime object is not taken as the lifetime; unknown fields are ignored, null is absent', async () => {
+  test('an older app’s lifetime object is not the lifetime; unknown fields are ignored, null is absent', async () => {
     await put(chunk({ lifetime: { km: 5000, kwh: 800, hours: 90, socDrop: 1000 }, sohPercent: null, extra: 'x' }));
     expect(await history()).toEqual({
       records: [{ date: '2026-11-25', day: day(10), lifetime: day(10) }],
@@ -92,10 +93,11 @@ describe('PUT /v1/consumption/daily', () => {
     expect((await history()).lifetime).toEqual(day(6));
   });
 
-  test('every value a car may send, the smallest subnormal included, reads back exactly as its day’s only chunk', async () => {
+  test('every value a car may send, the least subnormal included, reads back exactly as its only chunk', async () => {
     const days: Day[] = [
       { km: 0.0001, kwh: 1e-10, hours: 5e-324, socDrop: -0.0001 },
-      { km: 2.2250738585072014e-308, kwh: 2.225073858507201e-308, hours: -5e-324, socDrop: 1 / 3 }, // the least normal, the largest subnormal
+      // The least normal, the largest subnormal.
+      { km: 2.2250738585072014e-308, kwh: 2.225073858507201e-308, hours: -5e-324, socDrop: 1 / 3 },
       { km: 12.4, kwh: 0.31, hours: 10_000_000, socDrop: -9_999_999.999999998 },
       { km: 0.1, kwh: -1e-300, hours: Number.EPSILON, socDrop: 3 * 2 ** -1074 },
       { km: 1e-5, kwh: 2 ** -13, hours: 3 / 3600, socDrop: -(2 ** -12) - 2 ** -64 },
@@ -175,7 +177,7 @@ describe('PUT /v1/consumption/daily', () => {
     expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 0 });
   });
 
-  test('accepts 29 February of a century divisible by 400, and the first and last days of the years 0001 to 9999', async () => {
+  test('accepts 29 February of a century divisible by 400, and the first and last days of 0001 to 9999', async () => {
     const dates = ['0001-01-01', '2000-02-29', '9999-12-31'];
     for (const [n, date] of dates.entries()) await put(chunk({ recordedAt: T0 + n, date }));
     expect((await history()).records.map((record) => record.date)).toEqual(dates.toReversed());
@@ -294,7 +296,7 @@ describe('GET /v1/consumption/history/{installationId}', () => {
       body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
     });
   });
-  test('a body sent with the read goes through the ingest pipeline: over 512 KiB 400 after the token, within it ignored', async () => {
+  test("a read's body goes through the ingest pipeline: over 512 KiB 400 after the token, else ignored", async () => {
     const get = (body: string, token?: null) => service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { body, token });
     expect(await answer(await get('x'.repeat(limits.bodyBytes + 1)))).toEqual({ status: 400, body: { error: 'body is too large' } });
     expect(await answer(await get('x'.repeat(limits.bodyBytes + 1), null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
@@ -305,11 +307,13 @@ describe('GET /v1/consumption/history/{installationId}', () => {
   });
 });
 
-test('on a listening server, a history read declaring a body over 512 KiB is refused; one within it is ignored', async () => {
+test('a listening server refuses a history read declaring a body over 512 KiB, ignores a smaller one', async () => {
   const running = await serve(testConfig(tempDir()), createMemoryLogger());
   try {
     const read = async (bytes: number) => {
-      const head = `GET /v1/consumption/history/${INSTALLATION} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${OWNER_TOKEN}\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`;
+      const head =
+        `GET /v1/consumption/history/${INSTALLATION} HTTP/1.1\r\nHost: localhost\r\n` +
+        `Authorization: Bearer ${OWNER_TOKEN}\r\nConnection: close\r\nContent-Length: ${bytes}\r\n\r\n`;
       const { status, body } = parsedReply(await rawRequest(Number(running.url.port), head + 'x'.repeat(bytes)));
       return { status, body: JSON.parse(body) as unknown };
     };

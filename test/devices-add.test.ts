@@ -29,13 +29,13 @@ async function start(dir = tempDir()): Promise<TestService> {
 
 const add = (databasePath: string, ...args: string[]) => runDevicesCommand(databasePath, ['add', ...args]);
 
-const relay = (service: Pick<TestService, 'request'>, token: string) =>
-  service.request('GET', `/abrp/1/tlm/send?${new URLSearchParams({ token, tlm: JSON.stringify({ utc: Math.floor(Date.now() / 1000), soc: 50 }) })}`, {
-    token: null,
-  });
+const relay = (service: Pick<TestService, 'request'>, token: string) => {
+  const tlm = JSON.stringify({ utc: Math.floor(Date.now() / 1000), soc: 50 });
+  return service.request('GET', `/abrp/1/tlm/send?${new URLSearchParams({ token, tlm })}`, { token: null });
+};
 
 describe('ev-ingest devices add', () => {
-  test('prints the token once on its own last line and stores only its hash; the device is listed, active', async () => {
+  test('prints the token once on its own last line and stores only its hash; the device is listed active', async () => {
     const dir = tempDir();
     const service = await start(dir);
     const databasePath = service.config.databasePath;

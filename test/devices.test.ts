@@ -106,7 +106,8 @@ describe('POST /v1/devices/{id}/revoke', () => {
     const write = committer.write.bind(committer);
     const writes: string[] = [];
     committer.write = (op, args) => (writes.push(op), write(op, args));
-    const holder = openDatabase(service.config.databasePath, 'full'); // holds the write lock: the revocation cannot commit yet
+    // Holds the write lock: the revocation cannot commit yet.
+    const holder = openDatabase(service.config.databasePath, 'full');
     holder.run('BEGIN IMMEDIATE');
     const release = () => holder.inTransaction && holder.run('COMMIT');
     try {
@@ -132,7 +133,7 @@ describe('POST /v1/devices/{id}/revoke', () => {
     expect(refused(service, token)).toBe(true);
   });
 
-  test('with DURABILITY=fast the revocation is still on disk before its answer: a power cut must not bring the token back', async () => {
+  test('with DURABILITY=fast a revocation is on disk before its answer: a power cut must not revive it', async () => {
     const syncs = heldSyncs();
     const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
     open.push(service);
@@ -149,7 +150,7 @@ describe('POST /v1/devices/{id}/revoke', () => {
     }
   });
 
-  test('with DURABILITY=fast a collected token is on disk before the car has it: a power cut must not unpair the car', async () => {
+  test('with DURABILITY=fast a collected token is on disk before the car has it, surviving a power cut', async () => {
     const syncs = heldSyncs();
     const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
     open.push(service);
@@ -184,7 +185,7 @@ describe('across restarts', () => {
     expect((await again.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(404);
   });
 
-  test("a device an earlier run left awaiting collection is refused from a listening server's first request", async () => {
+  test("a device an earlier run left awaiting collection is refused from a listening server's start", async () => {
     const dir = tempDir();
     const earlier = await start({ dir });
     const lost = await earlier.devices.pair(INSTALLATION, 'MG4'); // approved; the car never collected its token
@@ -277,7 +278,7 @@ describe('the registry watcher', () => {
     await waitUntil(() => refused(service, token), 10_000);
   });
 
-  test('a reload while a revocation waits to commit reads its device unrevoked, and the token is refused from the commit on, not only after its sync', async () => {
+  test('a reload before a revocation commits reads it unrevoked; the token is refused from the commit on', async () => {
     const syncs = heldSyncs();
     // fast: the revocation's own sync (its flush) comes after the commit, and is held here.
     const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
@@ -312,7 +313,8 @@ describe('the registry watcher', () => {
     db.close();
     const refused = await startTestService({ databasePath: path }).catch((error: Error) => error);
     expect((refused as Error).message).toBe(
-      'paired devices cannot be loaded: devices_version has lost its row; restore it with INSERT INTO devices_version VALUES (0)',
+      'paired devices cannot be loaded: devices_version has lost its row; ' +
+        'restore it with INSERT INTO devices_version VALUES (0)',
     );
   });
 
@@ -347,7 +349,7 @@ describe('lastSeenAt', () => {
     expect(await lastSeen()).toBe(clock);
   });
 
-  test('keeps its once a minute when the wall clock is set back (NTP): the minute is measured on a monotonic clock', async () => {
+  test('keeps its once a minute when the wall clock is set back (NTP): measured on a monotonic clock', async () => {
     let wall = clock;
     let monotonic = 0;
     const service = await startTestService({ approvalPassword: PASSWORD }, { now: () => wall, elapsed: () => monotonic });
@@ -390,7 +392,12 @@ describe('ev-ingest devices', () => {
     const listed = await run(service.config.databasePath, 'list');
     expect(listed.code).toBe(0);
     expect(listed.stdout.split('\n')).toEqual([
-      expect.stringMatching(new RegExp(`^${deviceId} installation=${INSTALLATION} revoked=\\S+ created=\\S+ lastSeen=\\S+ name="Stolen \\\\"car\\\\""$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^${deviceId} installation=${INSTALLATION} revoked=\\S+ created=\\S+ lastSeen=\\S+ ` +
+            'name="Stolen \\\\"car\\\\""$',
+        ),
+      ),
       '',
     ]);
   });
@@ -431,7 +438,9 @@ describe('ev-ingest devices', () => {
     const { deviceId } = await pairDevice(service, INSTALLATION);
     expect(await run(service.config.databasePath, 'list')).toEqual({
       code: 0,
-      stdout: `${deviceId} installation=${INSTALLATION} active created=${new Date(clock).toISOString()} lastSeen=never name="MG4"\n`,
+      stdout:
+        `${deviceId} installation=${INSTALLATION} active created=${new Date(clock).toISOString()} ` +
+        'lastSeen=never name="MG4"\n',
       stderr: '',
     });
   });

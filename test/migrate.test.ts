@@ -26,7 +26,7 @@ function migrateWithDrizzle(db: Database, count: number): void {
   drizzleMigrate(drizzle(db), { migrationsFolder: folder });
 }
 
-/** What a migrator leaves that anyone could tell apart: the schema, and the migrations recorded if their table is there. */
+/** What a migrator leaves that one could tell apart: the schema and, if their table exists, the migrations recorded. */
 function footprint(db: Database) {
   const schema = db.query<{ name: string }, []>('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name').all();
   const recorded = schema.some((row) => row.name === '__drizzle_migrations')
@@ -77,7 +77,7 @@ test('a database either migrator took part of the way is finished by the other a
   }
 });
 
-test("a database with nothing to apply is left without taking the write lock: a command does not wait for a busy server's writer", () => {
+test("a database with nothing to apply is left without the write lock: a command never waits for a busy server", () => {
   const path = join(tempDir(), 'ev-ingest.db');
   const server = openDatabase(path, 'fast');
   migrate(server);
@@ -109,7 +109,7 @@ test('a migration that fails leaves the database as the run found it: nothing of
   const earlier = freshDatabase();
   migrate(earlier, MIGRATIONS.slice(0, 1));
   const before = footprint(earlier);
-  const failure = migrationFailure(earlier, [...MIGRATIONS, broken]); // the migrations after the first, then the broken one
+  const failure = migrationFailure(earlier, [...MIGRATIONS, broken]); // those after the first, then the broken one
   expect(failure).toBeInstanceOf(StorageError);
   expect(failure.message).toBe('the database could not be migrated: no such table: nowhere');
   expect(footprint(earlier)).toEqual(before);
@@ -122,7 +122,7 @@ test('a migration that fails leaves the database as the run found it: nothing of
   fresh.close();
 });
 
-test("a migration's part holding two statements (a breakpoint forgotten) runs both, where drizzle's migrator ran the first", () => {
+test("a migration part of two statements (a breakpoint forgotten) runs both; drizzle's migrator ran the first", () => {
   const db = freshDatabase();
   migrate(db, [...MIGRATIONS, extraMigration('CREATE TABLE `first` (`x` integer);\nCREATE TABLE `second` (`y` integer);')]);
   expect(db.query("SELECT name FROM sqlite_master WHERE name IN ('first', 'second') ORDER BY name").values()).toEqual([['first'], ['second']]);
@@ -146,7 +146,7 @@ async function openedMigratingProcess(path: string) {
 // and both go on when the test lets go. Drizzle's migrator had read what was applied by then, and one
 // of the two failed. (On a fresh file the first step, making the migrations table, is already a write
 // that serialises the two whichever migrator runs, so that case guards nothing.)
-test("a database of the previous schema, as drizzle's migrator left it: two processes migrating it at the same moment both succeed, and each migration is recorded once", async () => {
+test("drizzle's previous schema migrated by two processes at once: both succeed, each recorded once", async () => {
   const path = join(tempDir(), 'ev-ingest.db');
   const held = openDatabase(path, 'fast');
   migrateWithDrizzle(held, MIGRATIONS.length - 1);
@@ -164,7 +164,7 @@ test("a database of the previous schema, as drizzle's migrator left it: two proc
 
 // SQLite refuses the WAL switch at once, without the busy timeout, while another connection holds a
 // lock it would have to wait behind: as when two processes open a database that does not exist yet.
-test('a process opening a new database while another holds its lock before the WAL switch waits for it, and migrates it', async () => {
+test('opening a new database whose lock another holds before the WAL switch waits, then migrates', async () => {
   const path = join(tempDir(), 'ev-ingest.db');
   writeFileSync(path, ''); // the empty file the service makes first
   const held = new Database(path);
@@ -182,7 +182,7 @@ test('a process opening a new database while another holds its lock before the W
   db.close();
 });
 
-test('the WAL switch gives up once the busy timeout has passed, though the lock it meets last is an exclusive one it waits behind', async () => {
+test('the WAL switch gives up after the busy timeout, though the last lock it meets is exclusive and waited behind', async () => {
   const path = join(tempDir(), 'ev-ingest.db');
   writeFileSync(path, '');
   const held = new Database(path);

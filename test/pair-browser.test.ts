@@ -80,14 +80,15 @@ test.skipIf(skipped)('a phone browser approves a car on /pair', async () => {
     });
     expect(widths.page).toBeLessThanOrEqual(widths.screen);
 
-    // Locked (five wrong passwords at the device endpoints), the approval answers 429 with a link back to the car's page.
+    // Locked (five wrong passwords at the device endpoints), the approval answers 429 linking back to the car's page.
     for (let i = 0; i < 5; i += 1) await fetch(new URL('/v1/devices', running.url), { headers: { authorization: `Bearer ${WRONG_PASSWORD}` } });
     const third = await car('/v1/pair/start', { installationId: OTHER_INSTALLATION });
     await page.goto(third.approvalUrl!);
     await page.fill('#password', PASSWORD);
     const [lockedAnswer] = await Promise.all([page.waitForResponse((response) => response.request().method() === 'POST'), page.click('button[value=approve]')]);
     expect(lockedAnswer.status()).toBe(429);
-    expect(await page.locator('a').textContent()).toBe('Back to this car'); // waits for the answer: the approval page has no link
+    // Waits for the answer: the approval page has no link.
+    expect(await page.locator('a').textContent()).toBe('Back to this car');
     expect(await page.locator('h1').textContent()).toBe('Locked for now');
     // A GET of the car's page (the address it already shows): the form is not sent again.
     const [carPage] = await Promise.all([page.waitForResponse((response) => response.request().method() === 'GET'), page.click('a')]);

@@ -112,7 +112,7 @@ describe('the /pair page', () => {
     expect(await (await decide(service, started.userCode, 'approve')).text()).not.toContain('<script');
   });
 
-  test('a code is refused from the exact millisecond its request expires, as the poll refuses it, before any poll or sweep', async () => {
+  test('a code is refused from the millisecond its request expires, as by the poll, before any sweep', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     const look = () => service.request('GET', `/pair?code=${started.userCode}`, { token: null });
@@ -204,7 +204,7 @@ describe('approval lockout', () => {
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
   });
 
-  test('the page warns of the lockout before any password, and a wrong one tells the tries left, counted server-wide', async () => {
+  test('the page warns of the lockout before any password; a wrong one tells the tries left, server-wide', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     const warning = '<p id="lockout" class="hint">5 wrong passwords in a row lock the approval password for 60 seconds.</p>';
@@ -266,14 +266,15 @@ describe('approval lockout', () => {
     expect(lockedText({ seconds: 1, everyone: false })).toBe('Too many wrong passwords (5 in a row). Try again in 1 second.');
   });
 
-  test('the device endpoints count towards the lockout; a request without a password (any web page can make one) does not', async () => {
+  test('the device endpoints count towards the lockout; one without a password (any page can) does not', async () => {
     await start();
     const devices = (token: string | null, headers?: Record<string, string>) => service.request('GET', '/v1/devices', { token, headers });
     for (let i = 0; i < 4; i += 1) {
       expect(await answer(await devices(WRONG_PASSWORD))).toEqual({ status: 401, body: { error: 'unauthorized' } });
     }
     for (let i = 0; i < 10; i += 1) expect((await devices(null)).status).toBe(401);
-    expect((await devices(null, { authorization: 'Basic b3duZXI6cGFzc3dvcmQ=' })).status).toBe(401); // credentials a URL gives a browser
+    // Credentials a URL gives a browser.
+    expect((await devices(null, { authorization: 'Basic b3duZXI6cGFzc3dvcmQ=' })).status).toBe(401);
     // The scheme without a token: a header's trailing space is trimmed on the way in (it arrives as `Bearer`),
     // so only a direct caller can hand bearerToken an empty token; that presents no password either.
     expect((await devices(null, { authorization: 'Bearer ' })).status).toBe(401);
@@ -295,7 +296,7 @@ describe('approval lockout', () => {
     expect((await decide(service, started.userCode, 'deny')).status).toBe(200);
   });
 
-  test('a lockout starts the count again: once it ends, one wrong password leaves 4 tries, and the right one passes', async () => {
+  test('a lockout restarts the count: after it, one wrong password leaves 4 tries; the right one passes', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     for (let i = 0; i < 5; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
@@ -314,7 +315,7 @@ describe('approval lockout', () => {
     expect(noticeOf(wrong)).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
   });
 
-  test("the lockout's Retry-After rounds up to whole seconds: half a second before its end it says 1, and it ends at 60 s, not before", async () => {
+  test("the lockout's Retry-After rounds up: 0.5 s before its end it says 1; it ends at 60 s, not before", async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     for (let i = 0; i < 5; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);

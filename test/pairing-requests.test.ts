@@ -1,4 +1,4 @@
-/** The car's side of pairing: turning it on and off, the bodies of the routes without a token, start, poll and their answers. */
+/** The car's side of pairing: turning it on and off, bodies of the token-less routes, start, poll, their answers. */
 import { afterEach, describe, expect, jest, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { tokenHash } from '../src/devices/token.ts';
@@ -100,9 +100,9 @@ describe('POST /v1/pair/start', () => {
     expect([...letters].sort().join('')).toBe(USER_CODE_ALPHABET);
   });
 
-  test('a code drawn again while its request is open is drawn anew: the owner typing it still reaches the first car', async () => {
+  test('a code drawn again while its request is open is redrawn: typing it still reaches the first car', async () => {
     const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC'];
-    const registry = {} satisfies Partial<DeviceRegistry> as unknown as DeviceRegistry; // starting a request saves nothing
+    const registry = {} satisfies Partial<DeviceRegistry> as unknown as DeviceRegistry; // a start saves nothing
     const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
     const first = await book.start(INSTALLATION, 'MG4');
     const second = await book.start(OTHER_INSTALLATION, 'ID.3');
@@ -236,7 +236,8 @@ describe('POST /v1/pair/poll', () => {
     });
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const another = await service.request('POST', '/v1/pair/start', { body: { installationId: OTHER_INSTALLATION }, token: null });
-    expect([another.status, another.headers.get('cache-control')]).toEqual([200, 'no-store']); // it carries the pairing id
+    // It holds the pairing id.
+    expect([another.status, another.headers.get('cache-control')]).toEqual([200, 'no-store']);
     expect(row!.token_hash).toBe(tokenHash(token));
     expect(deviceRows(service)).toMatchObject([{ awaiting_collection: 0 }]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
@@ -245,7 +246,7 @@ describe('POST /v1/pair/poll', () => {
     expect(await expectPage(reloaded, 404)).toContain('or the car has already collected its token (then it is paired)');
   });
 
-  test('a device approved but never collected is revoked at the next start, its request being lost; a collected one stays', async () => {
+  test('a device approved but not collected is revoked at next start (request lost); a collected stays', async () => {
     const dir = tempDir();
     await start({}, dir);
     const collected = await pairDevice(service, INSTALLATION);
@@ -294,7 +295,7 @@ describe('POST /v1/pair/poll', () => {
     expect(registry.size).toBe(1);
   });
 
-  test('a start-up revocation whose devices cannot be read again after it is logged as a failed read, not a failed revocation', async () => {
+  test('a start-up revocation whose devices cannot be reread is logged as a failed read, not revocation', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
@@ -369,7 +370,7 @@ describe('POST /v1/pair/poll', () => {
     ]);
   });
 
-  test('the sweep timer revokes an uncollected token even when the car never polls again, at every expiry', async () => {
+  test('the sweep timer revokes an uncollected token even if the car never polls again, at every expiry', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     await decide(service, started.userCode, 'approve');
@@ -387,8 +388,8 @@ describe('POST /v1/pair/poll', () => {
     expect(deviceRows(service)).toMatchObject([{ revoked_at: firstExpiry }, { revoked_at: clock }]);
   });
 
-  test("a listening server's own sweep revokes an approved token the car never collects once its request expires", async () => {
-    // serve() takes no clock: Bun's fake timers stand in for both (Date.now, performance.now, and the timers made while they are on).
+  test("a listening server's sweep revokes an approved token the car never collects once it expires", async () => {
+    // serve() takes no clock: Bun's fake timers stand in (Date.now, performance.now, timers made while they are on).
     jest.useFakeTimers();
     let running: Running | undefined;
     try {

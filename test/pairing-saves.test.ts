@@ -77,7 +77,7 @@ describe('a revocation still being saved', () => {
     expect(revoking).toEqual(['device-a']);
   });
 
-  test("a start does not wait for another car's expired request to be revoked, and the cap counts only live requests", async () => {
+  test("a start does not wait for another car's expired request to be revoked; the cap counts live ones", async () => {
     const { book, revoking } = await bookWithStuckRevocations();
     clock += 11 * MINUTE;
     const started = await Promise.race([book.start(OTHER_INSTALLATION, 'ID.3'), Bun.sleep(200).then(() => 'waited' as const)]);
@@ -167,7 +167,7 @@ describe('an approval still being saved', () => {
     return { registry: registry as unknown as DeviceRegistry, commit: () => commit(), revoked };
   }
 
-  test('a second decision meanwhile is told it is being approved; a request replaced meanwhile takes its device along', async () => {
+  test('a second decision meanwhile is told "being approved"; a request replaced then takes its device', async () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const request = await book.start(INSTALLATION, 'MG4');
@@ -183,7 +183,7 @@ describe('an approval still being saved', () => {
     expect([await book.poll(again.pairingId), book.size]).toEqual([{ status: 'expired' }, 1]);
   });
 
-  test('an approval saved only after the request expired is expired: its device is revoked, the car never gets it', async () => {
+  test('an approval saved after the request expired is expired: its device revoked, the car never has it', async () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const request = await book.start(INSTALLATION, 'MG4');
@@ -196,9 +196,9 @@ describe('an approval still being saved', () => {
     expect(await book.poll(request.pairingId)).toEqual({ status: 'expired' });
   });
 
-  test('a request that expired while its approval was saved leaves its code to a later request that drew it again', async () => {
+  test('a request that expired while its approval was saved leaves its code to a later one that drew it', async () => {
     const { registry, commit, revoked } = slowRegistry();
-    const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second request draws the first one's code (C if it were still taken)
+    const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second draws the first one's code (C were it still taken)
     const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
     const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBodyBounds, ...routeLogs() });
     const first = await book.start(INSTALLATION, 'MG4');
@@ -214,7 +214,7 @@ describe('an approval still being saved', () => {
     expect(await expectPage(page, 200)).toContain(OTHER_INSTALLATION);
   });
 
-  test('a /pair approval whose request expires while it is saved answers 404 with the code back in its field as typed', async () => {
+  test('a /pair approval whose request expires while saved answers 404, the code in its field as typed', async () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
@@ -231,7 +231,7 @@ describe('an approval still being saved', () => {
     expect(revoked).toEqual(['device-1']);
   });
 
-  test('an approval whose save fails leaves the request pending: the page offers Approve and Deny again, and a second approval pairs the car', async () => {
+  test('a failed approval save leaves the request pending: Approve and Deny again, a second one pairs', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     const { pair } = service.devices;
@@ -250,7 +250,7 @@ describe('an approval still being saved', () => {
     expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'approved', installationId: INSTALLATION });
   });
 
-  test('the /pair page shows "Being approved" to a look and to a second decision meanwhile, then the outcome', async () => {
+  test('/pair shows "Being approved" to a look and a second decision meanwhile, then the outcome', async () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
@@ -277,7 +277,7 @@ describe('a wall clock that jumps (NTP catching up on a board without a real-tim
   const startWithClocks = async () =>
     (service = await startTestService({ approvalPassword: PASSWORD }, { now: () => wall, elapsed: () => monotonic }));
 
-  test('neither ends a pairing request early nor keeps it open late: its 10 minutes are measured on a monotonic clock', async () => {
+  test('a pairing request ends neither early nor late: its 10 minutes are measured on a monotonic clock', async () => {
     await startWithClocks();
     const started = await startPairing(service, INSTALLATION);
     wall += 24 * 60 * MINUTE;

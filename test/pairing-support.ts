@@ -70,13 +70,15 @@ export async function expectPage(response: Response, status: number) {
   const html = await response.text();
   expect(html.startsWith('<!doctype html>')).toBe(true);
   expect(html).not.toMatch(/<script|\son\w+=/i);
-  expect(html).toContain('<meta name="robots" content="noindex"'); // a page holding a code is kept out of search engines
+  expect(html).toContain('<meta name="robots" content="noindex"'); // a page holding a code stays out of search engines
   expect(Object.fromEntries(
     ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
       .map((name) => [name, response.headers.get(name)]),
   )).toEqual({
     'content-type': 'text/html; charset=utf-8',
-    'content-security-policy': `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'content-security-policy':
+      `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; ` +
+      "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'same-origin',

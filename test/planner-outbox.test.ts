@@ -65,7 +65,7 @@ test('a retryable answer arriving after the stop began ends the loop at once ins
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]); // sent after the restart
 });
 
-test('an outcome whose write fails is written again later; its sample is not sent again, and no other sample is sent, meanwhile', async () => {
+test('an outcome whose write fails is written again later; meanwhile no sample, its own or other, goes', async () => {
   const fake = planner();
   // The retry of the failed write comes when the test says so.
   let retry = () => {};
@@ -95,7 +95,7 @@ test('an outcome whose write fails is written again later; its sample is not sen
   expect(states(target, OTHER_INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
-test('a disk that stays full is logged at its first failed write and then once a minute (every 60th retry), and its end once', async () => {
+test('a full disk is logged at its first failed write, then once a minute (60th retry), its end once', async () => {
   const fake = planner();
   let retry = () => {};
   let retries = 0;
@@ -157,7 +157,7 @@ test('attempts already waiting for a request slot when an outcome cannot be writ
   for (const id of installations) expect(states(target, id)).toEqual([[T0, PlannerState.sent]]);
 });
 
-test('an attempt whose re-read waits for the disk while another outcome\'s write fails does not send until it is written', async () => {
+test("an attempt whose re-read waits for the disk while another outcome's write fails sends once written", async () => {
   const OTHER_UTC = T0 + 100;
   // INSTALLATION's first request is answered 503; its backoff ends when the test says so.
   const fake = planner((_, index) => (index === 0 ? { status: 503 } : {}));
@@ -194,7 +194,7 @@ test('an attempt whose re-read waits for the disk while another outcome\'s write
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
 
-test('while outcomes cannot be written (a full disk), a restart sends again only the sample answered meanwhile', async () => {
+test('while outcomes cannot be written (full disk), a restart resends only the sample answered meanwhile', async () => {
   const dir = tempDir();
   const fake = planner();
   const target = await service(forwarding(fake), { dir });

@@ -15,7 +15,7 @@ import { cleanups, changeDatabase, fastTimers, forward, forwarding, heldRequestT
 
 afterEach(runCleanups);
 
-test('429 and 5xx are tried 5 times, then given up; the backoff doubles to 60 s and carries to the next sample', async () => {
+test('429 and 5xx are tried 5 times, then given up; the backoff doubles to 60 s and carries to the next', async () => {
   const fake = planner((_, index) => ({ status: index % 2 ? 429 : 503 }));
   const backoffs: number[] = [];
   const target = await service(forwarding(fake), { timers: fastTimers(backoffs) });
@@ -48,7 +48,7 @@ test("the backoff carries over to a car's next upload after its loop ended, unti
   ]);
 });
 
-test('backoffs are remembered for up to the limit of installations: the oldest forgotten sends its next sample at once, the newest waits', async () => {
+test('backoffs are kept up to the installation limit: the oldest forgotten sends at once, newest waits', async () => {
   const fake = planner(() => ({ status: 503 }));
   const backoffs: number[] = [];
   const held: (() => void)[] = [];
@@ -58,7 +58,7 @@ test('backoffs are remembered for up to the limit of installations: the oldest f
     backoff: (ms, wake) => (backoffs.push(ms), hold ? (held.push(wake), () => {}) : after(0, wake)),
   };
   const target = await service(forwarding(fake), { timers });
-  /** Each installation's sample is answered 503, then withdrawn during the backoff: its loop ends with the backoff remembered. */
+  /** Each installation's sample is answered 503, then withdrawn in the backoff: its loop ends, backoff remembered. */
   const endInBackoff = async (ids: string[]) => {
     seedPending(target, ids, samplesAt(T0));
     for (const id of ids) target.planner.recheck(id);
@@ -89,7 +89,7 @@ test('backoffs are remembered for up to the limit of installations: the oldest f
 }, 60_000);
 
 describe('a sample sent again while it waits out a backoff', () => {
-  /** The planner fails the first request; the backoff after it lasts until the test releases it, later ones not at all. */
+  /** The planner fails the first request; the backoff after it lasts until the test releases it, later ones none. */
   async function waitingInBackoff() {
     const fake = planner((_, index) => (index === 0 ? { status: 503 } : {}));
     let release: (() => void) | null = null;
@@ -147,7 +147,7 @@ describe('a sample sent again while it waits out a backoff', () => {
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
   });
 
-  test('rewritten again while its re-read waits for the disk, it is read once more and sent with the newest values', async () => {
+  test('rewritten while its re-read waits for the disk, it is read again and sent with the newest values', async () => {
     const { fake, target, release } = await waitingInBackoff();
     // The re-read after the backoff waits for the disk; meanwhile a second batch rewrites the sample.
     let finishWait = () => {};
@@ -183,7 +183,7 @@ describe('a sample sent again while it waits out a backoff', () => {
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
   });
 
-  test('withdrawn by plannerSentUtc (the car gave it to the planner itself) is not sent again; the next one is', async () => {
+  test('withdrawn by plannerSentUtc (the car gave it to the planner) is not sent again; the next one is', async () => {
     const { fake, target, post, release } = await waitingInBackoff();
     await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 51 }] });
     release();
@@ -197,7 +197,7 @@ describe('a sample sent again while it waits out a backoff', () => {
 });
 
 describe('a sample sent again while it waits for a request slot', () => {
-  /** Other installations' requests hold every slot at the planner until released; INSTALLATION's sample (soc 50) waits for one. */
+  /** Other installations' requests hold every planner slot until released; INSTALLATION's sample (soc 50) waits. */
   async function waitingForSlot() {
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));

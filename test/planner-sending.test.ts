@@ -27,7 +27,8 @@ test('a sample is sent as the contract says: form fields, usable values only, fl
   expect(request!.apiKey).toBe(KEY);
   expect(request!.token).toBe(TOKEN);
   expect(request!.tlmText).toBe(
-    '{"utc":1764080000,"soc":71.5,"power":-12.25,"speed":88,"lat":41.01,"lon":28.97,"is_charging":1,"is_parked":0,"car_model":"mg:4:64"}',
+    '{"utc":1764080000,"soc":71.5,"power":-12.25,"speed":88,"lat":41.01,"lon":28.97,' +
+      '"is_charging":1,"is_parked":0,"car_model":"mg:4:64"}',
   );
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 });
@@ -53,7 +54,7 @@ test('at most 8 requests are at the planner at once over all installations', asy
   await target.planner.idle();
 
   expect(fake.requests).toHaveLength(36);
-  expect(fake.maxInFlight).toBe(8); // the contract's number, not limits.plannerInFlight: a change of the limit must fail here
+  expect(fake.maxInFlight).toBe(8); // the protocol's number, not limits.plannerInFlight: a changed limit must fail
   for (const id of installations) expect(states(target, id).map(([, state]) => state)).toEqual([2, 2, 2]);
 });
 
@@ -97,7 +98,7 @@ test('one installation never has two requests at the planner at once, and its or
   expect(fake.utcsOf('token-b')).toEqual([T0 + 8, T0 + 9]);
 });
 
-test('a per-installation token overrides PLANNER_TOKEN; without a token nothing of an installation is sent', async () => {
+test('a per-installation token overrides PLANNER_TOKEN; without any token nothing of it is sent', async () => {
   const fake = planner();
   const target = await service(forwarding(fake, { tokens: new Map([[INSTALLATION, OVERRIDE]]) }));
   await forward(target, INSTALLATION, samplesAt(T0));
@@ -149,7 +150,7 @@ test('a 400 gives the sample up and the next sample is still sent', async () => 
   expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=1`))).toBe(true);
 });
 
-test('a 400 after a retry ends the backoff: the planner answered, so the next sample is sent without a wait', async () => {
+test('a 400 after a retry ends the backoff: the planner answered, so the next sample is sent at once', async () => {
   const fake = planner((_, index) => [{ status: 500 }, { status: 400 }][index] ?? {});
   const backoffs: number[] = [];
   const target = await service(forwarding(fake), { timers: fastTimers(backoffs) });

@@ -18,7 +18,7 @@ export const T0 = 1_764_080_000;
 
 export const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
-/** Stops what a test started (fake planners, services, spies), newest first: every planner test file runs it after each test. */
+/** Stops what a test started (fake planners, services, spies), newest first: planner test files run it after each. */
 export async function runCleanups(): Promise<void> {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 }
@@ -32,7 +32,7 @@ export function fastTimers(backoffs: number[] = []): PlannerTimers {
   };
 }
 
-/** As fastTimers, but a request keeps its real 10 s deadline: one held at the planner by hand must not time out meanwhile. */
+/** As fastTimers, but a request keeps its real 10 s deadline: one held at the planner by hand must not time out. */
 export function heldRequestTimers(): PlannerTimers {
   return { ...fastTimers(), delay: after };
 }
@@ -123,7 +123,7 @@ export function states(target: TestService, installationId: string): [number, nu
     .map((row) => [row.utc, row.state]);
 }
 
-/** The forwarder's log lines (retries, given-up samples), without their time stamps; planner-status.test.ts covers planner.sent. */
+/** The forwarder's log lines (retries, given-up samples) without time stamps; planner.sent is tested elsewhere. */
 export function plannerLog(target: TestService): string[] {
   const lines = target.log.lines.filter((line) => line.includes(' planner.') && !line.includes(' planner.sent '));
   return lines.map((line) => line.slice(line.indexOf(' ') + 1));

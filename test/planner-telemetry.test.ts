@@ -73,7 +73,7 @@ describe('through POST /v1/telemetry', () => {
     expect(fake.utcsOf(TOKEN)).toEqual([T0 + 100, T0 + 101, T0 + 10, T0 + 11]);
   });
 
-  test('new batches are queued as the write reports them: the outbox is read once, when the installation is first seen', async () => {
+  test('new batches are queued as the write reports them: the outbox is read once, when first seen', async () => {
     const fake = planner();
     const target = await service(forwarding(fake));
     await postAndForward(target, { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
@@ -84,22 +84,22 @@ describe('through POST /v1/telemetry', () => {
     expect(states(target, INSTALLATION).every(([, state]) => state === PlannerState.sent)).toBe(true);
   });
 
-  test('installations seen with an empty outbox are remembered up to the limit; the oldest forgotten is read again', async () => {
+  test('installations seen with an empty outbox are remembered up to the limit; the oldest is read again', async () => {
     const target = await service(forwarding(planner()));
     const count = limits.plannerQuietInstallations + 1;
-    for (let n = 0; n < count; n += 1) target.planner.recheck(installationNumbered(n)); // each reads its (empty) outbox once
+    for (let n = 0; n < count; n += 1) target.planner.recheck(installationNumbered(n)); // each reads its empty outbox
     await target.planner.idle();
     expect(target.planner.stats.outboxReads).toBe(count);
     const nothingNew = { added: [], rewritten: false };
     target.planner.stored(installationNumbered(count - 1), nothingNew); // remembered empty: no read
     await target.planner.idle();
     expect(target.planner.stats.outboxReads).toBe(count);
-    target.planner.stored(installationNumbered(0), nothingNew); // the first remembered, forgotten past the limit: read again
+    target.planner.stored(installationNumbered(0), nothingNew); // the first one, forgotten past the limit: read again
     await target.planner.idle();
     expect(target.planner.stats.outboxReads).toBe(count + 1);
   });
 
-  test('a late batch that arrives while newer samples wait is read back from the outbox and sent oldest first', async () => {
+  test('a late batch arriving while newer samples wait is read back from the outbox, sent oldest first', async () => {
     const fake = planner(() => ({ delayMs: 100 }));
     const target = await service(forwarding(fake));
     await post(target, { installationId: INSTALLATION, samples: samplesAt(T0 + 10, T0 + 11, T0 + 12) });
@@ -136,7 +136,7 @@ describe('through POST /v1/telemetry', () => {
     ]);
   });
 
-  test("a waiting sample at a later batch's plannerSentUtc is not sent, though that batch does not repeat it", async () => {
+  test("a waiting sample at a later batch's plannerSentUtc is not sent, though that batch lacks it", async () => {
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     const fake = planner((request) => (request.tlm.utc === T0 ? { until: held } : {}));

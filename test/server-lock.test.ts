@@ -24,7 +24,9 @@ async function started(config: Config): Promise<Running> {
 }
 
 
-const used = (path: string) => `DATABASE_PATH ${path} is used by another ev-ingest server (or a command migrating it); refusing to start a second one`;
+const used = (path: string) =>
+  `DATABASE_PATH ${path} is used by another ev-ingest server (or a command migrating it); ` +
+  'refusing to start a second one';
 
 async function health(server: Running): Promise<number> {
   return (await fetch(new URL('/v1/health', server.url))).status;
@@ -52,7 +54,7 @@ test('once the server has stopped, the next one starts on its database', async (
   expect(await health(await started(config))).toBe(200);
 });
 
-test('every path to one database meets the same lock: a link to a file yet to be created, a linked folder', async () => {
+test('every path to a database meets the same lock: a link to a file not yet created, a linked folder', async () => {
   const dir = tempDir();
   mkdirSync(join(dir, 'real'));
   symlinkSync(join(dir, 'real', 'ev.db'), join(dir, 'link.db')); // dangling: SQLite creates the file it names
@@ -72,7 +74,7 @@ test('two databases in one folder each have their server', async () => {
   expect([await health(a), await health(b)]).toEqual([200, 200]);
 });
 
-test('a start refused after it took the lock (its port in use) gives the lock back: the next start serves', async () => {
+test('a start refused after taking the lock (its port in use) gives the lock back: the next start serves', async () => {
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
   const config = testConfig(tempDir());
   try {
@@ -101,7 +103,7 @@ test('a lock file the server cannot write refuses the start instead of leaving i
   try {
     const refused = await refusedStart(config);
     expect(refused).toBeInstanceOf(StorageError);
-    expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${lockPath} must be readable and writable (EPERM)`);
+    expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: ` + `its lock file ${lockPath} must be readable and writable (EPERM)`);
   } finally {
     undo();
   }
@@ -120,7 +122,7 @@ function earlierDatabase() {
   return { path, db, applied, devicesList };
 }
 
-test('a command migrating a database no server ever held makes no lock file: only a server makes it, as its own user', async () => {
+test('a command migrating a database no server held makes no lock file: a server does, as its own user', async () => {
   const { path, db, applied, devicesList } = earlierDatabase();
   expect(await devicesList()).toEqual({ code: 0, stderr: '' });
   expect(applied()).toEqual({ n: embeddedMigrations().length });
@@ -128,15 +130,16 @@ test('a command migrating a database no server ever held makes no lock file: onl
   db.close();
 });
 
-test('a command migrates a database only where no server runs: beside an earlier server it refuses and leaves the schema alone', async () => {
+test('a command migrates only where no server runs: beside an earlier one it refuses, schema untouched', async () => {
   const { path, db, applied, devicesList } = earlierDatabase();
 
   const earlierServer = takeServerLock(db, path); // held by this process, as a running server holds it
   expect(await devicesList()).toEqual({
     code: 1,
     stderr:
-      `ev-ingest: DATABASE_PATH ${path} is served by an earlier ev-ingest (or one migrating it now), whose schema this version ` +
-      'would change under it; stop that server and start this version first, or use that version for the command\n',
+      `ev-ingest: DATABASE_PATH ${path} is served by an earlier ev-ingest (or one migrating it now), ` +
+      'whose schema this version would change under it; ' +
+      'stop that server and start this version first, or use that version for the command\n',
   });
   expect(applied()).toEqual({ n: embeddedMigrations().length - 1 });
   earlierServer.release();

@@ -51,7 +51,7 @@ test('a path that cannot hold a database is refused with one message naming DATA
   }
 });
 
-/** Overwrites the page header of `name`'s root page (a table or index) in a database closed cleanly (no -wal): SQLite reads it as damaged. */
+/** Overwrites the header of `name`'s root page (table or index) in a database closed cleanly: SQLite sees damage. */
 function damageRootPage(path: string, name: string): void {
   const db = new Database(path, { readonly: true });
   const { page, size } = db
@@ -63,9 +63,10 @@ function damageRootPage(path: string, name: string): void {
   writeFileSync(path, bytes);
 }
 
-const damaged = (path: string) => `DATABASE_PATH ${path} cannot be used: database disk image is malformed; restore a backup (docs/operations.md: Backup and restore)`;
+const damaged = (path: string) => `DATABASE_PATH ${path} cannot be used: database disk image is malformed; ` +
+  'restore a backup (docs/operations.md: Backup and restore)';
 
-test('a damaged page that only the start reads refuses the start in one line, not with a stack trace, and the file is left as it was', async () => {
+test('a damaged page only the start reads refuses it in one line, not a stack trace; the file left alone', async () => {
   const migrations = await startTestService({}, { dir: tempDir() });
   const path = migrations.config.databasePath;
   await migrations.close();
@@ -92,16 +93,18 @@ test('a damaged page that only the start reads refuses the start in one line, no
   expect((await refusedStart(testConfig(tempDir(), { databasePath: third }))).message).toBe(damaged(third));
 });
 
-test('a database on a full file system is refused saying so, where SQLite says only "disk I/O error"; it starts once space is freed', async () => {
+test('a full file system is named where SQLite says only "disk I/O error"; it starts once space is freed', async () => {
   const mountPoint = tempDir();
-  expect(Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mountPoint]).exitCode).toBe(0); // the tests run as root, as chattr's do
+  // The tests run as root, as chattr's do.
+  expect(Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mountPoint]).exitCode).toBe(0);
   try {
     const config = testConfig(join(mountPoint, 'data'));
     await (await startTestService({ databasePath: config.databasePath })).close();
     const filler = join(mountPoint, 'filler');
     Bun.spawnSync(['dd', 'if=/dev/zero', `of=${filler}`, 'bs=4k']); // until the file system is full
     expect((await refusedStart(config)).message).toBe(
-      `DATABASE_PATH ${config.databasePath} cannot be used: disk I/O error; the file system holding it has no space left`,
+      `DATABASE_PATH ${config.databasePath} cannot be used: ` +
+        'disk I/O error; the file system holding it has no space left',
     );
     rmSync(filler);
     await (await startTestService({ databasePath: config.databasePath })).close();
@@ -130,7 +133,7 @@ async function refusal(path: string): Promise<string | null> {
   return null;
 }
 
-test('a database file or folder it cannot write is refused with one line naming DATABASE_PATH and what must be writable', async () => {
+test('an unwritable database file or folder is refused in one line: DATABASE_PATH, what must be writable', async () => {
   const dir = tempDir();
   const locked = join(dir, 'locked');
   const existing = join(locked, 'real.db');
@@ -142,11 +145,13 @@ test('a database file or folder it cannot write is refused with one line naming 
   const undo = [immutable(locked), immutable(writable)];
   try {
     expect(await refusal(join(locked, 'new.db'))).toBe(
-      `DATABASE_PATH ${join(locked, 'new.db')} cannot be used: the folder ${locked} must be writable (EPERM); SQLite keeps new.db-wal and new.db-shm beside the file`,
+      `DATABASE_PATH ${join(locked, 'new.db')} cannot be used: the folder ${locked} must be writable (EPERM); ` +
+        'SQLite keeps new.db-wal and new.db-shm beside the file',
     );
     // Through a link the folder that counts is the real file's, where SQLite puts the -wal and -shm.
     expect(await refusal(link)).toBe(
-      `DATABASE_PATH ${link} cannot be used: the folder ${locked} must be writable (EPERM); SQLite keeps real.db-wal and real.db-shm beside the file`,
+      `DATABASE_PATH ${link} cannot be used: the folder ${locked} must be writable (EPERM); ` +
+        'SQLite keeps real.db-wal and real.db-shm beside the file',
     );
     expect(await refusal(writable)).toBe(`DATABASE_PATH ${writable} cannot be used: the file ${writable} must be readable and writable (EPERM)`);
   } finally {
@@ -162,7 +167,8 @@ test.each(['-wal', '-shm'])('a %s the server cannot read and write (a server run
   const undo = immutable(`${path}${suffix}`);
   try {
     expect(await refusal(path)).toBe(
-      `DATABASE_PATH ${path} cannot be used: the file ${path}${suffix} must be readable and writable (EPERM); give it the database file's owner${suffix === '-wal' ? ', never delete it: it holds answered writes' : ''}`,
+      `DATABASE_PATH ${path} cannot be used: the file ${path}${suffix} must be readable and writable (EPERM); ` +
+        `give it the database file's owner${suffix === '-wal' ? ', never delete it: it holds answered writes' : ''}`,
     );
   } finally {
     undo();
@@ -175,7 +181,7 @@ test('a WAL that cannot be opened to sync is refused naming it', () => {
   expect(() => new WalSync(walPath)).toThrow(new StorageError(`cannot open the WAL ${walPath} to sync it: ENOENT: no such file or directory, open '${walPath}'`));
 });
 
-test('a database a newer ev-ingest migrated is refused by the server and the devices command with one line, and left as it was', async () => {
+test('a database migrated by a newer ev-ingest: server and devices refuse it in one line, leave it alone', async () => {
   const dir = tempDir();
   const config = testConfig(dir);
   const path = config.databasePath;
@@ -190,7 +196,7 @@ test('a database a newer ev-ingest migrated is refused by the server and the dev
   expect(readdirSync(dir)).toEqual(['ev-ingest.db']); // no lock file, no WAL
 });
 
-test("a database at this version's migrations opens, also with one of them recorded under another hash (edited after a build applied it)", async () => {
+test("opens at this version's migrations, even with one recorded under another hash (edited later)", async () => {
   const path = join(tempDir(), 'ev.db');
   const db = openDatabase(path, 'fast');
   migrate(db);
@@ -202,7 +208,8 @@ test("a database at this version's migrations opens, also with one of them recor
 const SQLITE3 = '/usr/bin/sqlite3';
 const haveSqlite3 = existsSync(SQLITE3);
 if (!haveSqlite3 && process.env.CI !== 'true') {
-  console.warn(`\n!!! ${SQLITE3} is missing: SKIPPING the test of an sqlite3 shell beside the server (apt-get install sqlite3) !!!\n`);
+  console.warn(`\n!!! ${SQLITE3} is missing: SKIPPING the test of an sqlite3 shell beside the server ` +
+      '(apt-get install sqlite3) !!!\n');
 }
 
 /** What the `sqlite3` shell prints for `sql` on the database, run as an owner would, in a process of its own. */
@@ -285,7 +292,8 @@ test('a database of the first schema keeps every sample across the move to numbe
   const storage = await openStorage({ databasePath: path, durability: 'fast' });
   try {
     const rows = storage.db
-      .query('SELECT uuid, utc, soc, car_model, planner_state FROM samples JOIN installations ON id = installation ORDER BY uuid, utc')
+      .query('SELECT uuid, utc, soc, car_model, planner_state FROM samples ' +
+          'JOIN installations ON id = installation ORDER BY uuid, utc')
       .all();
     expect(rows).toEqual([
       { uuid: OTHER_INSTALLATION, utc: T0, soc: 60, car_model: null, planner_state: PlannerState.sent },
@@ -302,7 +310,7 @@ test('a database of the first schema keeps every sample across the move to numbe
   }
 });
 
-test('a device written without the collection mark (paired before it, or by an earlier version since) counts as collected', async () => {
+test('a device without the collection mark (paired before it or by an earlier version) is collected', async () => {
   const dir = tempDir();
   const path = join(dir, 'ev-ingest.db');
   const old = openDatabase(path, 'fast');
@@ -350,7 +358,7 @@ test('a database of the second schema keeps its devices, and then counts their c
   }
 });
 
-test("the database's missing folders are made private whatever the umask, each new one synced into its parent; existing ones are left alone", () => {
+test("missing folders are made private whatever the umask, each synced into its parent; others left alone", () => {
   const base = tempDir();
   const synced: string[] = [];
   const recordSync = (fd: number) => void synced.push(readlinkSync(`/proc/self/fd/${fd}`));
@@ -379,7 +387,7 @@ function fchmodError(code: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: fchmod`), { code, syscall: 'fchmod' });
 }
 
-test('a new private file is made where the file system keeps no modes (fusefat: fchmod fails with ENOSYS), its create mode kept', () => {
+test('a private file is made where the file system keeps no modes (fusefat: fchmod ENOSYS), create mode kept', () => {
   const path = join(tempDir(), 'copy.db.partial');
   const umask = process.umask(0o022);
   try {
@@ -392,7 +400,7 @@ test('a new private file is made where the file system keeps no modes (fusefat: 
   expect(statSync(path).mode & 0o777).toBe(0o600);
 });
 
-test('a new private file whose mode cannot be set for another reason (EPERM: not its owner) is removed again, and the failure thrown', () => {
+test('a new private file whose mode cannot be set otherwise (EPERM: not its owner) is removed, failure thrown', () => {
   const dir = tempDir();
   for (const code of ['EIO', 'EPERM']) {
     expect(() =>
@@ -411,7 +419,7 @@ test('a private file is never made over an existing one, which is left as it was
   expect(readFileSync(path, 'utf8')).toBe('not ours');
 });
 
-test('a server whose database file has a second name (a hard link) warns at start: that name escapes the -wal and the lock', async () => {
+test('a database file with a second name (hard link) is warned of: it escapes the -wal and the lock', async () => {
   const warned = async (link: boolean) => {
     const dir = tempDir();
     const config = testConfig(dir);

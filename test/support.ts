@@ -136,7 +136,7 @@ export function runDevicesCommand(databasePath: string, args: string[], env: Rec
   return runCommand(databasePath, ['devices', ...args], { env });
 }
 
-/** `ev-ingest ARGS…` from source in a process of its own, in a folder without the checkout's `.env`; `input` on its stdin. */
+/** `ev-ingest ARGS…` from source in its own process and a folder without the checkout's `.env`; `input` on stdin. */
 export async function runCommand(
   databasePath: string,
   args: string[],
@@ -181,7 +181,7 @@ export function immutable(path: string): () => void {
   return () => void Bun.spawnSync(['chattr', '-i', path]);
 }
 
-/** Waits, polling every few ms, until `condition` holds; throws after `timeoutMs` so a test fails on its assertion, not its timeout. */
+/** Polls until `condition` holds; throws after `timeoutMs` so a test fails on its assertion, not on its timeout. */
 export async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {

@@ -1,4 +1,4 @@
-/** Raw HTTP over node:net: a request as written bytes, and uploads (at full speed or trickled) that keep sending their body while they wait for the answer. */
+/** Raw HTTP over node:net: requests as bytes, and uploads (at full speed or trickled) sending on until answered. */
 import { connect } from 'node:net';
 
 export interface UploadOptions {
@@ -26,7 +26,7 @@ export interface UploadResult extends Exchange {
   sent: number;
 }
 
-/** The answer's status line, whether it closes the connection, its body, and whether the server ended the connection. */
+/** The answer's status line, whether it closes the connection, its body, and whether the server ended it. */
 export function parsedReply({ reply, timedOut }: Pick<Exchange, 'reply' | 'timedOut'>) {
   const head = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n');
   return {
@@ -47,7 +47,7 @@ type Write = (data: string | Buffer) => Promise<boolean>;
 
 const PIECE = 64 * 1024;
 
-/** Connects, lets `talk` write (each write resolves false once the connection is gone), and resolves once the server has closed the connection (or after `timeoutMs`). */
+/** Lets `talk` write (false once the connection is gone); resolves when the server closes it or after `timeoutMs`. */
 export function exchange(port: number, talk: (write: Write) => unknown, timeoutMs: number): Promise<Exchange> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -67,12 +67,12 @@ export function exchange(port: number, talk: (write: Write) => unknown, timeoutM
   });
 }
 
-/** Sends `text` as it is and resolves with what came back once the server has closed the connection (or after `timeoutMs`). */
+/** Sends `text` as is; resolves with what came back once the server closes the connection (or after `timeoutMs`). */
 export function rawRequest(port: number, text: string, timeoutMs = 5_000): Promise<Exchange> {
   return exchange(port, (write) => write(text), timeoutMs);
 }
 
-/** Sends the upload (spaces, 64 KiB at a time) and resolves once the server has closed the connection (or after `timeoutMs`). */
+/** Sends the upload (spaces, 64 KiB at a time); resolves once the server closes the connection or after `timeoutMs`. */
 export function upload(options: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
   const spaces = Buffer.alloc(PIECE, 0x20);
   return send({ ...options, piece: (_, length) => spaces.subarray(0, length), pieceBytes: PIECE, everyMs: 0 }, timeoutMs);
@@ -85,7 +85,7 @@ export interface TrickleOptions extends Omit<UploadOptions, 'bytes'> {
   everyMs: number;
 }
 
-/** Sends the head at once and the body piece by piece; resolves once the server has closed the connection (or after `timeoutMs`). */
+/** Sends the head at once, the body piece by piece; resolves once the server closes it or after `timeoutMs`. */
 export function trickle({ body, ...options }: TrickleOptions, timeoutMs: number): Promise<UploadResult> {
   return send({ ...options, bytes: body.length, piece: (offset, length) => body.subarray(offset, offset + length) }, timeoutMs);
 }

@@ -11,7 +11,8 @@ import { refuseForeignWal } from './open.ts';
 import { createPrivateFile, syncPath, unsupportedByFileSystem } from './private-file.ts';
 import { workerEntry } from './worker-entry.ts';
 
-export const BACKUP_USAGE = `  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running`;
+export const BACKUP_USAGE =
+  '  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running';
 
 /** Gives the file `existing` the second name `target`; `linkSync` but for tests of file systems without hard links. */
 export type LinkFile = (existing: string, target: string) => void;
@@ -66,8 +67,8 @@ async function backupDatabase(source: string, target: string, { stopped, leftBeh
   if (!existsSync(dirname(target))) throw new Error(`the folder ${dirname(target)} does not exist`);
   // Written under a temporary name, synced, then put in place: a crash leaves no half backup.
   const partial = `${target}.partial-${process.pid}`;
-  // Private before any data goes in: VACUUM INTO keeps an empty file's mode and gives its journal the
-  // same; the link or rename into place keeps it too. Before the try: a file this run did not create is not its to remove.
+  // Private before any data goes in: VACUUM INTO keeps an empty file's mode and gives its journal the same; the
+  // link or rename into place keeps it too. Before the try: a file this run did not create is not its to remove.
   createPrivateFile(partial);
   try {
     await copyOnWorker({ source, partial }, stopped);
@@ -79,7 +80,7 @@ async function backupDatabase(source: string, target: string, { stopped, leftBeh
   return statSync(target).size;
 }
 
-/** Gives the synced copy `partial` the name `target`, which it never overwrites (EEXIST should it have appeared meanwhile). */
+/** Gives the synced copy `partial` the name `target`, never overwriting it (EEXIST should it appear meanwhile). */
 function putInPlace(partial: string, target: string, link: LinkFile, leftBehind: Out): void {
   try {
     link(partial, target);
@@ -94,7 +95,7 @@ function cannotLink(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'EPERM' || unsupportedByFileSystem(error);
 }
 
-/** What `target` holds between its exclusive creation and the rename: no SQLite database, so never taken for a backup. */
+/** What `target` holds between its exclusive creation and the rename: not a database, never taken for a backup. */
 const PLACEHOLDER = 'not a backup: ev-ingest backup stopped while putting its copy here; delete this file\n';
 
 /**

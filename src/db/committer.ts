@@ -90,7 +90,7 @@ export class Committer<Ops extends WriteOps = WriteOps> {
   private constructor(
     private readonly worker: Worker,
     private readonly maxGroupWrites: number,
-    /** Syncs of the WAL: with FULL durability each commit's, overlapping the writer's next group; with fast, `flush()`'s. */
+    /** Syncs of the WAL: with FULL each commit's, overlapping the writer's next group; with fast, `flush()`'s. */
     private readonly walSync: WalSync | null,
     private readonly syncsEachCommit: boolean,
   ) {
@@ -123,7 +123,7 @@ export class Committer<Ops extends WriteOps = WriteOps> {
     post(worker, { type: 'open', path: options.path, durability: options.durability, syncApart });
     try {
       const walPath = await opened;
-      // Fast commits go unsynced, but a write that must outlive a power cut (a revocation, a collected token) asks flush() for a sync.
+      // Fast commits go unsynced; a write that must outlive a power cut (revocation, collected token) asks flush().
       const walSync = syncApart || options.durability === 'fast' ? walSyncOf(options, walPath) : null;
       return new Committer(worker, maxGroupWrites, walSync, syncApart);
     } catch (error) {

@@ -13,12 +13,13 @@ import { StorageError, unusableDatabase } from './open.ts';
 /** The drizzle-kit migrations, inlined at build time: once, each call of the macro inlining them all again. */
 const MIGRATIONS = embeddedMigrations();
 
-/** The created_at of this version's newest migration: a database recording a later one was migrated by a newer version. */
+/** The created_at of this version's newest migration: a database recording a later one was migrated by a newer one. */
 const NEWEST_EMBEDDED = Math.max(...MIGRATIONS.map((migration) => migration.folderMillis));
 
 /** Drizzle's own statement, to the whitespace: sqlite_master cannot tell which migrator made the table. */
 const CREATE_MIGRATIONS_TABLE =
-  'CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (\n\t\t\t\tid SERIAL PRIMARY KEY,\n\t\t\t\thash text NOT NULL,\n\t\t\t\tcreated_at numeric\n\t\t\t)';
+  'CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (\n\t\t\t\tid SERIAL PRIMARY KEY,\n' +
+  '\t\t\t\thash text NOT NULL,\n\t\t\t\tcreated_at numeric\n\t\t\t)';
 
 /**
  * Applies the migrations that this database has not seen yet, all in one transaction, and records
@@ -40,7 +41,7 @@ export function migrate(db: Database, migrations: readonly MigrationMeta[] = MIG
   }
 }
 
-/** Whether `migrate` would change this database: no migrations table yet, or a migration newer than the last it recorded. */
+/** Whether `migrate` would change this database: no migrations table yet, or one newer than the last it recorded. */
 export function migrationsPending(db: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): boolean {
   return !migrationsRecorded(db) || unapplied(db, migrations).length > 0;
 }
@@ -59,7 +60,8 @@ export function refuseNewerDatabase(db: Database, databasePath: string): void {
     )
     .get(NEWEST_EMBEDDED)!;
   if (count === 0) return;
-  const unknown = `${count} migration${count === 1 ? '' : 's'} this version does not know, the newest dated ${new Date(newest).toISOString()}`;
+  const dated = new Date(newest).toISOString();
+  const unknown = `${count} migration${count === 1 ? '' : 's'} this version does not know, the newest dated ${dated}`;
   const by = migratedBy(db);
   const whom = by === null ? `a newer ev-ingest than this ${VERSION}` : `ev-ingest ${by}, newer than this ${VERSION}`;
   throw unusableDatabase(

@@ -78,7 +78,8 @@ function assertWritable(path: string): void {
   const folderRefused = accessRefusal(folder);
   if (folderRefused) {
     const name = basename(file);
-    throw unusableDatabase(path, `the folder ${folder} must be writable (${folderRefused}); SQLite keeps ${name}-wal and ${name}-shm beside the file`);
+    const wanted = `SQLite keeps ${name}-wal and ${name}-shm beside the file`;
+    throw unusableDatabase(path, `the folder ${folder} must be writable (${folderRefused}); ${wanted}`);
   }
   const fileRefused = exists ? accessRefusal(file, READ_WRITE) : undefined;
   if (fileRefused) throw unusableDatabase(path, `the file ${file} must be readable and writable (${fileRefused})`);
@@ -113,7 +114,7 @@ export function databaseFile(db: Database): string {
   return db.query<{ file: string }, []>("SELECT file FROM pragma_database_list WHERE name = 'main'").get()!.file;
 }
 
-/** The file a path names, symbolic links resolved: SQLite keeps its -wal and -shm beside it. The path itself while absent. */
+/** The file a path names, symbolic links resolved (SQLite keeps its -wal and -shm beside it); the path while absent. */
 function realFile(path: string): string {
   return existsSync(path) ? realpathSync(path) : path;
 }
@@ -163,7 +164,9 @@ export function refuseForeignWal(path: string): void {
   if (header === null || !isSqliteHeader(header) || header[18] === WAL_MODE) return;
   throw unusableDatabase(
     path,
-    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first (docs/operations.md: Backup and restore)`,
+    `${wal} (${size} bytes) belongs to another database: this file is not in WAL mode (a backup put in place?), ` +
+      `and SQLite would take that -wal's writes into it; move ${wal} and its -shm away first ` +
+      '(docs/operations.md: Backup and restore)',
   );
 }
 
@@ -184,7 +187,7 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
   db.run('PRAGMA temp_store = MEMORY');
 }
 
-/** A database without a page yet gets incremental auto-vacuum: pages freed by deletions can go back to the file system. */
+/** A database without a page yet gets incremental auto-vacuum: pages freed by deletions can go back to the disk. */
 function incrementalIfNew(db: Database): void {
   if (db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count === 0) db.run('PRAGMA auto_vacuum = INCREMENTAL');
 }

@@ -82,7 +82,7 @@ function createPrivate(path: string, flags: 'wx' | 'a', setMode: SetMode = fchmo
   }
 }
 
-/** How a file system says it cannot do something at all: FAT through fusefat a mode, some network file systems a link or a mode. */
+/** How a file system says it cannot do something at all: fusefat a mode, some network file systems a link or a mode. */
 export function unsupportedByFileSystem(error: unknown): boolean {
   return ['ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes((error as NodeJS.ErrnoException).code ?? '');
 }

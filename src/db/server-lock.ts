@@ -52,11 +52,15 @@ type Taker = 'server' | 'migrating command';
 
 function busyRefusal(databasePath: string, taker: Taker): string {
   if (taker === 'server') {
-    return `DATABASE_PATH ${databasePath} is used by another ev-ingest server (or a command migrating it); refusing to start a second one`;
+    return (
+      `DATABASE_PATH ${databasePath} is used by another ev-ingest server (or a command migrating it); ` +
+      'refusing to start a second one'
+    );
   }
   // A server of the same version would have migrated the database already: the running one is older.
   return (
-    `DATABASE_PATH ${databasePath} is served by an earlier ev-ingest (or one migrating it now), whose schema this version ` +
-    'would change under it; stop that server and start this version first, or use that version for the command'
+    `DATABASE_PATH ${databasePath} is served by an earlier ev-ingest (or one migrating it now), ` +
+    'whose schema this version would change under it; ' +
+    'stop that server and start this version first, or use that version for the command'
   );
 }

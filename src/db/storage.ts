@@ -15,7 +15,7 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-/** `syncFile`: the committer's fault seam, for tests that hold the WAL's sync under a whole service or server; the binary never sets it. */
+/** `syncFile`: the committer's fault seam, for tests holding the WAL's sync in a service; the binary never sets it. */
 export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'> & Pick<CommitterOptions, 'syncFile'>;
 
 /**
@@ -74,7 +74,7 @@ export async function withStorage<T>(storage: Storage, build: () => T): Promise<
   }
 }
 
-/** A read at start that SQLite fails (a damaged page read only then) refuses the start in one line; anything else is a bug and keeps its stack. */
+/** A read at start that SQLite fails (a damaged page) refuses the start in one line; other errors keep their stack. */
 function startRefusal(path: string, error: unknown): unknown {
   return error instanceof SQLiteError ? refusalOf(path, error) : error;
 }

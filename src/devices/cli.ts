@@ -13,7 +13,8 @@ import { listDevices } from './store.ts';
 import { tokenHash } from './token.ts';
 import { deviceView, type DeviceView } from './view.ts';
 
-export const DEVICES_USAGE = `  ev-ingest devices list         list paired devices, newest first: id, installation, name, times
+export const DEVICES_USAGE = `\
+  ev-ingest devices list         list paired devices, newest first: id, installation, name, times
   ev-ingest devices add INSTALLATION_ID [--name NAME]
                                  issue a device token for a client without a pairing screen; prints it once
   ev-ingest devices revoke ID    revoke a device's token (exit 0 also when it was already revoked)`;

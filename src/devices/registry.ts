@@ -44,7 +44,7 @@ export class DeviceRegistry {
     private readonly committer: Committer<typeof deviceWrites>,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
-    /** A monotonic clock (`AppOptions.elapsed`) for the last-seen throttle, which must not follow the wall clock's jumps. */
+    /** A monotonic clock (`AppOptions.elapsed`) for the last-seen throttle: not following the wall clock's jumps. */
     private readonly elapsed: () => number = monotonicNow,
   ) {}
 
@@ -135,7 +135,7 @@ export class DeviceRegistry {
   async revokeUncollected(): Promise<string[]> {
     const revoked = await this.committer.write('revokeUncollected', { at: this.now() });
     for (const id of revoked) this.remove(id);
-    // Read again now, with the version this revocation moved, so the watcher need not; a failed read is the watcher's to retry.
+    // Read again now, with the version this revocation moved, so the watcher need not; a failed read it retries.
     this.tryReading(() => this.load());
     return revoked;
   }
@@ -150,7 +150,7 @@ export class DeviceRegistry {
     });
   }
 
-  /** Reloads within `limits.deviceReloadCheckMs` of a change to the devices by any connection (the CLI's revoke among them). */
+  /** Reloads within `limits.deviceReloadCheckMs` of a change to the devices by any connection (CLI revokes too). */
   watch(): void {
     this.watcher.start();
   }

@@ -41,7 +41,7 @@ const runBackup = (databasePath: string, file: string, options?: BackupOptions) 
 // 1 km each: the history's km counts the chunks.
 const chunk = (recordedAt: number) => consumptionChunk({ recordedAt, day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 } });
 
-test('a backup taken under load restores to a working database holding every write acknowledged before it', async () => {
+test('a backup taken under load restores to a working database with every write acknowledged before it', async () => {
   const service = await startTestService({}, { dir: tempDir('ev-ingest-backup-') });
   const restoredDir = tempDir('ev-ingest-backup-');
   const file = join(restoredDir, 'ev-ingest.db');
@@ -89,7 +89,7 @@ test('a backup taken under load restores to a working database holding every wri
   }
 });
 
-test('a backup put in place beside the replaced database\'s -wal refuses the start, both left as they were; without that -wal it serves the backup', async () => {
+test("a backup beside the old database's -wal refuses the start, both untouched; without it, it serves", async () => {
   const dir = tempDir('ev-ingest-backup-');
   const service = await startTestService({}, { dir });
   const path = service.config.databasePath;
@@ -109,8 +109,9 @@ test('a backup put in place beside the replaced database\'s -wal refuses the sta
   expect(walBytes).toBeGreaterThan(32);
 
   const refusal =
-    `DATABASE_PATH ${path} cannot be used: ${path}-wal (${walBytes} bytes) belongs to another database: this file is not in WAL mode ` +
-    `(a backup put in place?), and SQLite would take that -wal's writes into it; move ${path}-wal and its -shm away first (docs/operations.md: Backup and restore)`;
+    `DATABASE_PATH ${path} cannot be used: ${path}-wal (${walBytes} bytes) belongs to another database: ` +
+    "this file is not in WAL mode (a backup put in place?), and SQLite would take that -wal's writes into it; " +
+    `move ${path}-wal and its -shm away first (docs/operations.md: Backup and restore)`;
   expect((await refusedStart(testConfig(dir))).message).toBe(refusal);
   // A backup of it would take them in for good, as a start would.
   expect(await runBackup(path, join(dir, 'saved.db'))).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${refusal}\n` });
@@ -179,7 +180,7 @@ for (const umask of [0o022, 0o277]) {
   });
 }
 
-test('when the temporary copy cannot even be created, the reason is told, not a failed removal of the copy never made', async () => {
+test('a temporary copy that cannot be created is told as such, not as a failed removal of it', async () => {
   const dir = tempDir('ev-ingest-backup-');
   const source = join(dir, 'live.db');
   new Database(source).close();
@@ -190,7 +191,7 @@ test('when the temporary copy cannot even be created, the reason is told, not a 
   expect(readdirSync(dir)).toEqual(['live.db']);
 });
 
-test('a copy whose Worker ends without an answer (killed) fails the backup with a message instead of leaving it waiting', async () => {
+test('a copy whose Worker ends without an answer (killed) fails the backup with a message, not a hang', async () => {
   const dir = tempDir('ev-ingest-backup-');
   const source = join(dir, 'live.db');
   new Database(source).run('CREATE TABLE t (x)');
@@ -234,7 +235,7 @@ function sourceAndBackupFolder() {
 
 // FAT and exFAT (USB drives) refuse a hard link with EPERM; some network file systems with the others.
 for (const code of ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']) {
-  test(`where the file system cannot link (${code}) the copy is renamed into place: whole, private, nothing beside it`, async () => {
+  test(`without links (${code}) the copy is renamed into place: whole, private, nothing beside it`, async () => {
     const { source, dir } = sourceAndBackupFolder();
     const file = join(dir, 'copy.db');
     const backup = await backupLinkingWith(source, file, refusedLink(code));
@@ -247,7 +248,7 @@ for (const code of ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']) {
   });
 }
 
-test('where the file system cannot link, a FILE that appeared during the copy is refused and left as it was', async () => {
+test('without links, a FILE that appeared during the copy is refused and left as it was', async () => {
   const { source, dir } = sourceAndBackupFolder();
   const file = join(dir, 'copy.db');
   const backup = await backupLinkingWith(source, file, refusedLink('EPERM', (_, target) => writeFileSync(target, 'keep me')));
@@ -256,19 +257,20 @@ test('where the file system cannot link, a FILE that appeared during the copy is
   expect(readFileSync(file, 'utf8')).toBe('keep me');
 });
 
-test('where the rename into place fails, the name it had taken for it is given up too: nothing left behind', async () => {
+test('a failed rename into place gives up the name it had taken for it too: nothing left behind', async () => {
   const { source, dir } = sourceAndBackupFolder();
   const file = join(dir, 'copy.db');
   const backup = await backupLinkingWith(source, file, refusedLink('EPERM', (partial) => rmSync(partial)));
   expect(backup).toEqual({
     code: 1,
     stdout: '',
-    stderr: `ev-ingest: backup failed: ENOENT: no such file or directory, rename '${file}.partial-${process.pid}' -> '${file}'\n`,
+    stderr: 'ev-ingest: backup failed: ENOENT: no such file or directory, ' +
+      `rename '${file}.partial-${process.pid}' -> '${file}'\n`,
   });
   expect(readdirSync(dir)).toEqual([]);
 });
 
-test('a link refused for another reason than the file system fails the backup with its message, as ever, and removes the copy', async () => {
+test('a link refused for another reason fails the backup with its message and removes the copy', async () => {
   const { source, dir } = sourceAndBackupFolder();
   const file = join(dir, 'copy.db');
   const backup = await backupLinkingWith(source, file, refusedLink('EACCES'));
@@ -312,7 +314,8 @@ beforeAll(() => {
   large = join(tempDir('ev-ingest-backup-'), 'large.db');
   const db = new Database(large);
   db.run('CREATE TABLE t (x BLOB)');
-  db.run('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) INSERT INTO t SELECT randomblob(4000) FROM n');
+  db.run('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) ' +
+      'INSERT INTO t SELECT randomblob(4000) FROM n');
   db.close();
 });
 

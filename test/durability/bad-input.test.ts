@@ -19,7 +19,7 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 const FIXED = new Set<string>(Object.values(messages));
-/** `installationId must …`, `samples[3].soc …`, `day.km …`, `curve[0].powerKw …`: a JSON path, a space, the problem. */
+/** `installationId must …`, `samples[3].soc …`, `day.km …`: a JSON path, a space, the problem. */
 const NAMES_A_FIELD = /^([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])* \S/;
 /** The top-level fields of the contract's request bodies and paths: the path must start with one. */
 const FIELDS = new Set([

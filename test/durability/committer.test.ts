@@ -193,7 +193,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     });
   });
 
-  test('WalSync closed during a sync keeps its file open, gives what waits one last sync, then closes it and refuses later callers', async () => {
+  test('WalSync closed mid-sync gives waiters one last sync, then closes its file, refusing later calls', async () => {
     const path = join(dir, 'closing-wal');
     writeFileSync(path, 'frames');
     const syncs = heldSyncs();
@@ -222,7 +222,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     expect(syncs.calls).toHaveLength(2);
   });
 
-  test("WalSync syncs the WAL's folder and the WAL once as it opens: a WAL created at this start, and commits an earlier process left unsynced, survive a power cut", () => {
+  test("WalSync syncs the WAL and its folder on open: a new WAL and commits left unsynced survive a power cut", () => {
     const folder = join(dir, 'wal-folder');
     mkdirSync(folder);
     writeFileSync(join(folder, 'ev.db-wal'), '');
@@ -267,7 +267,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     });
   });
 
-  test('a symbolic link as the database path: the WAL synced is the one SQLite writes, beside the real file', async () => {
+  test('a symbolic link as database path: the WAL synced is the one SQLite writes, beside the real file', async () => {
     const real = join(dir, 'real');
     mkdirSync(real);
     symlinkSync(join(real, 'linked.db'), join(dir, 'link.db'));
@@ -314,7 +314,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     }
   });
 
-  test('DURABILITY=fast syncs on demand: flush() waits for a sync, and a stop waits for the flushes under way', async () => {
+  test('DURABILITY=fast syncs on demand: flush() waits for a sync, a stop for the flushes under way', async () => {
     await withHeldSyncs('fast-flush', { durability: 'fast' }, async ({ committer, syncs }) => {
       const broken: string[] = [];
       committer.onBroken = (error) => void broken.push(error.message);
@@ -337,7 +337,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     });
   });
 
-  test('flushes asked until the stop closes the WAL all get a sync; one asked after it is refused as closed, not taken for a failed sync', async () => {
+  test('flushes before the WAL closes all get a sync; one after is refused as closed, not as failed', async () => {
     await withHeldSyncs('fast-flush-stop', { durability: 'fast' }, async ({ committer, syncs }) => {
       const broken: string[] = [];
       committer.onBroken = (error) => void broken.push(error.message);
@@ -367,7 +367,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     });
   });
 
-  test("one write per group (the benchmark baseline) commits and syncs each write itself, as SQLite's FULL", async () => {
+  test("one write per group (benchmark baseline) commits and syncs each write itself, as SQLite's FULL", async () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('lone-commits', { maxGroupWrites: 1, syncFile: syncs.syncFile });
     await within(Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id)))), 'lone writes, the WAL syncs held');
@@ -406,7 +406,7 @@ describe('the next group', () => {
     await stop();
   });
 
-  test('FULL: the halves of a burst both go to the writer, and each is answered after a sync that began after its commit', async () => {
+  test('FULL: both halves of a burst go to the writer, each answered after a sync begun after its commit', async () => {
     await withHeldSyncs('halves-at-writer', {}, async ({ path, committer, syncs }) => {
       const holder = new Database(path);
       holder.run('BEGIN IMMEDIATE');
@@ -416,7 +416,7 @@ describe('the next group', () => {
       await new Promise((resolve) => setImmediate(resolve));
       holder.run('COMMIT');
       holder.close();
-      // This thread stays busy, so no group can be sent meanwhile: b and c commit only if they were at the writer already.
+      // This thread stays busy, so no group is sent meanwhile: b and c commit only if already at the writer.
       expect(cameTrueWhileBusy(() => deviceIds(path).size === 3)).toBe(true);
       expect(deviceIds(path)).toEqual(new Set(['a', 'b', 'c']));
       await committer.writerPragma('synchronous'); // comes back after both commits have been reported here

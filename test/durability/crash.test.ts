@@ -2,7 +2,7 @@
 import { expect, test } from 'bun:test';
 import { crashRun } from '../crash/crash.ts';
 
-test('after 6 SIGKILLs under mixed load, every acknowledged write is there with its last value and nothing is half-written', async () => {
+test('after 6 SIGKILLs under mixed load every acknowledged write holds its last value; none half-done', async () => {
   const report = await crashRun(6);
   expect(report.problems).toEqual([]);
   expect(report.answered).toBeGreaterThan(100);

@@ -34,7 +34,7 @@ async function fillDiskUntilRefused(service: TestService, ok: number, send: (ind
   return { accepted, giveRoomBack: () => committer.writerPragma(`max_page_count = ${roomy}`) };
 }
 
-test('disk full: writes answer 500, a log line names it, reads go on, and writes recover without a restart', async () => {
+test('disk full: writes answer 500, a log line names it, reads go on, writes recover without a restart', async () => {
   const service = await startTestService();
   try {
     const put = (at: number) => service.request('PUT', '/v1/consumption/daily', { body: chunk(at) });

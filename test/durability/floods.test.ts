@@ -13,7 +13,7 @@ import { OWNER_TOKEN, tempDir } from '../support.ts';
 import { parsedReply, upload } from '../upload.ts';
 
 const RSS_BOUND = 400 * 1024 * 1024;
-/** RSS growth allowed over four drained 64 MiB uploads (each drains 16 MiB; without collections it creeps up ~12 MiB each). */
+/** RSS growth allowed over four drained 64 MiB uploads (each drains 16 MiB; uncollected, it creeps ~12 MiB each). */
 const RSS_GROWTH_BOUND = 24 * 1024 * 1024;
 let dir: string;
 let server: RunningBinary;
@@ -58,7 +58,8 @@ test('1000 idle connections and 100 clients trickling headers or bodies: health 
     socket.write(
       index % 2 === 0
         ? 'POST /v1/telemetry HTTP/1.1\r\nHost: localhost\r\n'
-        : `PUT /v1/consumption/daily HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${OWNER_TOKEN}\r\nContent-Length: 100000\r\n\r\n{`,
+        : 'PUT /v1/consumption/daily HTTP/1.1\r\nHost: localhost\r\n' +
+          `Authorization: Bearer ${OWNER_TOKEN}\r\nContent-Length: 100000\r\n\r\n{`,
     ),
   );
   for (let second = 0; second < 3; second++) {
@@ -70,7 +71,7 @@ test('1000 idle connections and 100 clients trickling headers or bodies: health 
   expect(idle.length).toBe(1000);
 }, 30_000);
 
-test('a burst of 20 uploads of 5 MB chunked and 20 with Content-Length: every client reads the 400, health answers, RSS bounded', async () => {
+test('20 chunked and 20 sized 5 MB uploads at once: each reads its 400, health answers, RSS bounded', async () => {
   const upload5MB = (framing: 'chunked' | 'length') =>
     upload({ port: Number(server.url.port), path: '/v1/telemetry', token: OWNER_TOKEN, bytes: 5 * 1024 * 1024, framing });
   const uploads = await Promise.all([...Array(20).fill('chunked'), ...Array(20).fill('length')].map(upload5MB));
@@ -84,7 +85,7 @@ test('a burst of 20 uploads of 5 MB chunked and 20 with Content-Length: every cl
   expect(rss()).toBeLessThan(RSS_BOUND);
 }, 60_000);
 
-test('a 2 MiB upload with a wrong token: the car reads its 401 and the connection serves its next request', async () => {
+test('a 2 MiB upload with a wrong token: the car reads its 401; the connection serves its next request', async () => {
   // The token is checked before the body is read; Bun then discards the unread rest itself, so no reset.
   const { reply, error, timedOut } = await upload({
     port: Number(server.url.port),

@@ -42,7 +42,7 @@ function batchOf(installationId: string, bytes: number): Buffer {
 }
 
 test.concurrent.each(framings)(
-  'a batch (%s) taking 5 s, longer than the idle timeout and within the deadline, is stored; then the idle timeout closes the connection',
+  'a batch (%s) taking 5 s, past the idle timeout but within the deadline, is stored; then idle, it is closed',
   async (framing) => {
     const installationId = installationNumbered(framings.indexOf(framing) + 1);
     // Set back with the answer at ~5 s, the timer closes by ~9 s; left at the body's 16 s it would close at 12-16 s.
@@ -58,7 +58,7 @@ test.concurrent.each(framings)(
   20_000,
 );
 
-test("a failure escaping the app at the `/pair` page is answered with the page's strict headers, elsewhere without", async () => {
+test("a failure escaping the app at `/pair` is answered with the page's strict headers; elsewhere not", async () => {
   const failing = listen(failingHandlers.throws, { host: '127.0.0.1', port: 0 }, createMemoryLogger(), timeouts, pageHeadersOf);
   try {
     const headersOf = async (path: string) => {
@@ -94,7 +94,7 @@ test.concurrent.each(framings)(
 
 // A new connection's first request head has a fixed 10 s in Bun, whatever idleTimeout says (floods.test.ts).
 test.concurrent(
-  'after an answer, a connection that stays silent, or trickles its next request head, is closed after the idle timeout',
+  'after an answer, a silent connection or a trickled next head is closed at idle timeout',
   async () => {
     const health = 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n';
     const silent = (write: (data: string) => Promise<boolean>) => write(health);
@@ -118,7 +118,7 @@ const failingHandlers = {
 };
 
 test.concurrent.each(Object.keys(failingHandlers) as (keyof typeof failingHandlers)[])(
-  'a request whose handler fails (%s) is answered 500 and sets the idle timer back too: its connection is not held to the body deadline',
+  'a request whose handler fails (%s) is answered 500 and resets the idle timer: not held to the body deadline',
   async (failure) => {
     const log = createMemoryLogger();
     const failing = listen(failingHandlers[failure], { host: '127.0.0.1', port: 0 }, log, timeouts);
