@@ -61,8 +61,9 @@ export interface AppOptions {
   /** The wall clock (ms since 1970): sample times, stored timestamps; injectable for tests. */
   now?: () => number;
   /**
-   * The clock of durations (pairing requests' lifetimes, the lockout, the once-a-minute `lastSeenAt`), in ms from any start: monotonic,
-   * so that a wall clock set back or forward (NTP catching up on a board without a real-time clock)
+   * The clock of durations (pairing requests' lifetimes, the lockout, the once-a-minute `lastSeenAt`),
+   * in ms from any start: monotonic, so that a wall clock set back or forward (NTP catching up on a
+   * board without a real-time clock)
    * neither stretches nor ends them. Injectable for tests.
    */
   elapsed?: () => number;
@@ -70,7 +71,7 @@ export interface AppOptions {
   plannerTimers?: PlannerTimers;
   /** Stands in for the planner forwarder in the telemetry routes, for tests of the hand-off alone. */
   forwarder?: SampleForwarder;
-  /** The deadline of reading a request body (`limits.bodyReadMs`), injectable for tests of slow clients on a real socket. */
+  /** The deadline of reading a request body (`limits.bodyReadMs`); injectable for tests of slow clients. */
   bodyReadMs?: number;
   /** How long a write may wait before `/v1/ready` says 503 (`limits.readyWaitMs`), injectable for tests. */
   readyWaitMs?: number;
@@ -177,7 +178,7 @@ export function createApp({
     pairing?.book.stop();
   };
 
-  /** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's do. */
+  /** Headers the listener's own answers (a refused `Host`, an escaped failure) carry for a path, as the app's do. */
   const listenerHeaders: PathHeaders = (path) => {
     if (isApiPath(path)) return API_HEADERS;
     if (!pairing) return {};
@@ -196,7 +197,7 @@ export function createApp({
     ready: Promise.all(starting).then(() => {}),
     stop,
     listenerHeaders,
-    /** The owner's reads (see owner/service.ts): installations, samples, consumption, sessions, planner status, exports. */
+    /** The owner's reads (owner/service.ts): installations, samples, consumption, sessions, planner status, exports. */
     ownerData,
     samples,
     consumption,

@@ -35,8 +35,10 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
     replaced
       ? `UPDATE consumption_chunks SET date = $date, km = $km, kwh = $kwh, hours = $hours, soc_drop = $socDrop,
            soh_percent = $sohPercent
-         WHERE recorded_at = $recordedAt AND installation_id = $installationId AND snapshot = $snapshot AND date = $replacedDate`
-      : `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent, snapshot)
+         WHERE recorded_at = $recordedAt AND installation_id = $installationId AND snapshot = $snapshot
+           AND date = $replacedDate`
+      : `INSERT INTO consumption_chunks
+           (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent, snapshot)
          VALUES ($installationId, $recordedAt, $date, $km, $kwh, $hours, $socDrop, $sohPercent, $snapshot)`,
   ).run(replaced ? { ...row, replacedDate: replaced.date } : row);
   const added = chunk.snapshot ? ZERO : totalsOf(chunk.day);

@@ -45,7 +45,7 @@ export function valuesOf(totals: Totals): DayValues {
   return { km: number('km'), kwh: number('kwh'), hours: number('hours'), socDrop: number('socDrop') };
 }
 
-/** Leaves at least 63 bits of an integer near 2^1023 or above: more than the 53 kept and the 2 rounding to odd needs. */
+/** Leaves at least 63 bits of an integer near 2^1023 or above: more than the 53 kept plus 2 for rounding to odd. */
 const ODD_ROUNDED_SHIFT = 959;
 
 /**

@@ -2,7 +2,8 @@
 /**
  * Charts as inline SVG, drawn on the server by pure functions: one quantity per chart (so no colour has
  * to tell series apart), axes with ticks, the unit named on the value axis, a title and a description
- * for screen readers, the title shown above it. Colours come from the stylesheet's classes, so dark mode recolours them.
+ * for screen readers, the title shown above it. Colours come from the stylesheet's classes, so dark
+ * mode recolours them.
  */
 import type { Children } from '@kitajs/html';
 
@@ -197,7 +198,8 @@ export function LineChart({ id, title, unit, points, xLabel, yRange }: ChartText
   const description = points.length === 0
     ? 'No values.'
     : `${points.length} points from ${xLabel(xAxis[0])} to ${xLabel(xAxis[1])}; ` +
-      `from ${formatNumber(Math.min(...ys))} to ${formatNumber(Math.max(...ys))} ${unit}. The table beside lists the values.`;
+      `from ${formatNumber(Math.min(...ys))} to ${formatNumber(Math.max(...ys))} ${unit}. ` +
+      'The table beside lists the values.';
   return (
     <Frame id={id} title={title} description={description}>
       <ValueAxis ticks={ticks} unit={unit} />

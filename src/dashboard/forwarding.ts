@@ -1,5 +1,6 @@
 /** Forwarding to the planner as the dashboard tells it: one word first (never colour alone), then the facts. */
 import type { ForwardingStatus } from '../planner/status.ts';
+import { utcText } from './format.ts';
 
 export type Tone = 'ok' | 'bad' | 'muted';
 
@@ -17,6 +18,11 @@ function failingNow({ lastFailure, lastSentAt }: ForwardingStatus): boolean {
 /** What the planner last answered, or what kept the answer from coming. */
 export function failureText(failure: NonNullable<ForwardingStatus['lastFailure']>): string {
   return failure.status === null ? (failure.error ?? 'no answer') : `HTTP ${failure.status}`;
+}
+
+/** The last failure with its time and attempt, as the forwarding card shows it. */
+export function lastFailureText(failure: NonNullable<ForwardingStatus['lastFailure']>): string {
+  return `${failureText(failure)} at ${utcText(Date.parse(failure.at))} (attempt ${failure.attempt})`;
 }
 
 export function healthOf(status: ForwardingStatus): Health {

@@ -18,7 +18,7 @@ import {
   type Period,
 } from './consumption-view.ts';
 import { ageText, per100Km, quantityText, utcText } from './format.ts';
-import { failureText, healthOf } from './forwarding.ts';
+import { healthOf, lastFailureText } from './forwarding.ts';
 import { HealthText, installationTitle } from './installations.tsx';
 import { FormToken, Layout, ScrollBox } from './layout.tsx';
 import { exportPath, installationPath, revokePath, sessionsPath } from './paths.ts';
@@ -77,6 +77,8 @@ function PeriodLinks({ installationId, period }: { installationId: string; perio
 }
 
 const kwhPer100 = (row: { km: number; kwh: number }) => quantityText(per100Km(row.kwh, row.km), 'kWh/100 km');
+const totalText = (total: { km: number; kwh: number }) =>
+  `${quantityText(total.km, 'km')}, ${quantityText(total.kwh, 'kWh')}, ${kwhPer100(total)}`;
 
 function Consumption({ view }: { view: InstallationView }) {
   const { days } = view.consumption;
@@ -98,7 +100,7 @@ function Consumption({ view }: { view: InstallationView }) {
     <section aria-labelledby="consumption">
       <h2 id="consumption">Consumption</h2>
       <PeriodLinks installationId={view.installationId} period={view.period} />
-      <p safe>{`Last ${view.period} days: ${quantityText(total.km, 'km')}, ${quantityText(total.kwh, 'kWh')}, ${kwhPer100(total)}.`}</p>
+      <p safe>{`Last ${view.period} days: ${totalText(total)}.`}</p>
       <div class="pair">
         <div>
           <BarChart id="km" title={`Distance per ${grouping}, last ${view.period} days`} unit="km" bars={bars('km')} />
@@ -169,7 +171,7 @@ function Forwarding({ status }: { status: ForwardingStatus }) {
         <dt>Given up</dt><dd safe>{String(status.givenUp)}</dd>
         <dt>Last sent</dt><dd safe>{status.lastSentAt === null ? 'never' : utcText(Date.parse(status.lastSentAt))}</dd>
         <dt>Last failure</dt>
-        <dd safe>{status.lastFailure === null ? 'none' : `${failureText(status.lastFailure)} at ${utcText(Date.parse(status.lastFailure.at))} (attempt ${status.lastFailure.attempt})`}</dd>
+        <dd safe>{status.lastFailure === null ? 'none' : lastFailureText(status.lastFailure)}</dd>
         {status.nextAttemptAt === null ? '' : <><dt>Next attempt</dt><dd safe>{utcText(Date.parse(status.nextAttemptAt))}</dd></>}
       </dl>
     </section>

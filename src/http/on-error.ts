@@ -1,7 +1,7 @@
 import type { Logger } from '../log.ts';
 import { describeError, errorResponse, HttpError, messages } from './errors.ts';
 
-/** Headers the listener's own answers (a refused `Host`, a failure escaping the app) carry for a path, as the app's answers there do. */
+/** Headers the listener's own answers (a refused `Host`, an escaped failure) carry for a path, as the app's do. */
 export type PathHeaders = (path: string) => Readonly<Record<string, string>>;
 
 interface ErrorContext {
@@ -13,7 +13,7 @@ interface ErrorContext {
 /** Elysia's `onError`: every failure becomes `{"error": ...}`; only a 500's detail goes to the log. */
 export function answerError(log: Logger) {
   return ({ code, error, request }: ErrorContext): Response => {
-    // No route lets Elysia parse its body (each reads its own, capped); should one, its parse error is still the documented 400.
+    // No route lets Elysia parse its body (each reads its own, capped); should one, a parse error is still a 400.
     const cause = code === 'PARSE' ? ((error as { cause?: unknown }).cause ?? error) : error;
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);

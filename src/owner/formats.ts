@@ -65,7 +65,8 @@ export function gpxPoint(row: SampleRow): string {
   const ele = elevation === null || elevation === undefined ? '' : `<ele>${decimal(elevation as number)}</ele>`;
   // GPX takes longitudes below 180 only: 180 is the meridian of -180.
   const east = lon === 180 ? -180 : (lon as number);
-  return `<trkpt lat="${decimal(lat as number)}" lon="${decimal(east)}">${ele}<time>${gpxTime(row[0] as number)}</time></trkpt>\n`;
+  const time = `<time>${gpxTime(row[0] as number)}</time>`;
+  return `<trkpt lat="${decimal(lat as number)}" lon="${decimal(east)}">${ele}${time}</trkpt>\n`;
 }
 
 /** A number as xsd:decimal, which has no exponent: `1e-7` is written `0.0000001`. */

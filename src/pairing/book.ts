@@ -13,7 +13,7 @@ import { newSecret } from '../secret.ts';
 import { newUserCode } from './code.ts';
 import type { Decision } from './model.ts';
 
-/** A car's collection of its token being saved, with why its request was closed meanwhile, if it was: the save decides the revocation. */
+/** A car's token collection being saved, and why its request was closed meanwhile: the save decides revocation. */
 interface Collection {
   closedFor: CloseReason | null;
 }

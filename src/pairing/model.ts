@@ -30,8 +30,9 @@ const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Co}\p{C
 
 /**
  * Sequences whose invisible parts show as the character they make: a subdivision flag (🏴 with tag
- * letters and digits, then the cancel tag), a keycap (1️⃣), emoji joined into one (👨‍👩‍👧, 👩🏽‍💻), and a
- * variation selector (VS15 text, VS16 emoji) right after a visible character.
+ * letters and digits, then the cancel tag), a keycap (1️⃣), emoji joined into one
+ * (👨‍👩‍👧, 👩🏽‍💻), and a variation selector (VS15 text, VS16 emoji) right after a visible
+ * character.
  */
 const EMOJI = String.raw`\p{Extended_Pictographic}\p{Emoji_Modifier}?[\uFE0E\uFE0F]?`;
 const SHOWN_SEQUENCE = new RegExp(

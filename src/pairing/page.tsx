@@ -11,15 +11,18 @@ import { displayUserCode } from './code.ts';
 import type { Lockout } from './lock.ts';
 
 const safeStyle = `
-body{font-family:system-ui,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1b1f24;font-size:1.1rem;line-height:1.45}
+body{font-family:system-ui,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1b1f24;font-size:1.1rem;
+line-height:1.45}
 main{max-width:32rem;margin:0 auto;background:#fff;border-radius:.75rem;padding:1.25rem;box-shadow:0 1px 4px #0002}
 h1{font-size:1.4rem;margin:0 0 1rem}p{overflow-wrap:anywhere}
 dl{margin:0 0 1rem}dt{font-size:.9rem;color:#555}dd{margin:0 0 .6rem;font-weight:600;overflow-wrap:anywhere}
 .code{font-family:ui-monospace,monospace;font-size:1.6rem;letter-spacing:.1em}
 label{display:block;margin:.5rem 0 .25rem}
-input{box-sizing:border-box;width:100%;min-height:3rem;font-size:1.2rem;padding:.5rem;border:1px solid #888;border-radius:.5rem}
+input{box-sizing:border-box;width:100%;min-height:3rem;font-size:1.2rem;padding:.5rem;border:1px solid #888;
+border-radius:.5rem}
 .actions{display:flex;gap:.75rem;margin-top:1rem}
-button{flex:1;min-height:3.25rem;font-size:1.2rem;border:0;border-radius:.5rem;padding:.5rem 1rem;color:#fff;background:#1a7f37}
+button{flex:1;min-height:3.25rem;font-size:1.2rem;border:0;border-radius:.5rem;padding:.5rem 1rem;color:#fff;
+background:#1a7f37}
 button.deny{background:#b42318}button.neutral{background:#2f5fb3}
 .hint{font-size:.9rem;color:#555;margin:0 0 .25rem}
 .notice{padding:.75rem;border-radius:.5rem;background:#fff4e5;border:1px solid #f0b35a;margin:0 0 1rem}
@@ -40,7 +43,9 @@ export const PAIR_PATH = '/pair';
  */
 export function pageHeaders(styleSrc: string): Readonly<Record<string, string>> {
   return {
-    'Content-Security-Policy': `default-src 'none'; style-src ${styleSrc}; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'Content-Security-Policy':
+      `default-src 'none'; style-src ${styleSrc}; img-src 'self' data:; ` +
+      "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     'X-Frame-Options': 'DENY',
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'same-origin',
@@ -71,7 +76,7 @@ export function pageAnswer(status: number, page: JSX.Element, headers: Record<st
   return { status, page, headers };
 }
 
-/** The head of every page (/pair's and the dashboard's): a phone's width, not indexed, no icon request; `children` add its style. */
+/** The head of every page (/pair's, the dashboard's): phone width, not indexed, no icon; `children` add its style. */
 export function PageHead({ title, children }: { title: string; children: Children }) {
   return (
     <head>
@@ -244,11 +249,13 @@ const requestedAgo = (ageMs: number) =>
   ageMs < 60_000 ? 'just now' : `${quantity(Math.floor(ageMs / 60_000), 'minute')} ago`;
 
 /** Shown before any password is typed: the rule, not anyone's tries (wrong passwords count per network address). */
-const lockoutWarning = `${limits.lockoutAttempts} wrong passwords in a row lock the approval password for ${lockoutLength}.`;
+const lockoutWarning =
+  `${limits.lockoutAttempts} wrong passwords in a row ` + `lock the approval password for ${lockoutLength}.`;
 
 /** The tries left are the address's, the device endpoints' wrong ones included: what is left, not what "you" have. */
 export const wrongPasswordText = (triesLeft: number) =>
-  `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left before the approval password locks for ${lockoutLength}.`;
+  `Wrong password. ${quantity(triesLeft, 'try', 'tries')} left ` +
+  `before the approval password locks for ${lockoutLength}.`;
 
 /** The backstop's lockout is not the reader's doing: it says so, without the count of one address's. */
 export const lockedText = ({ seconds, everyone }: Lockout) =>
@@ -257,7 +264,8 @@ export const lockedText = ({ seconds, everyone }: Lockout) =>
 
 /** A code no open request has: also one whose car collected its token after an approval (it is paired). */
 export const UNKNOWN_CODE =
-  "This code is not open: it has expired, or the car has already collected its token (then it is paired). Check the code on the car's screen, or start pairing again there.";
+  'This code is not open: it has expired, or the car has already collected its token (then it is paired). ' +
+  "Check the code on the car's screen, or start pairing again there.";
 
 /** Text that no user code can be: a typo, not a reason to start over. */
 export const NOT_A_CODE = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';

@@ -237,7 +237,10 @@ function isPage(found: PairingRequest | PageAnswer): found is PageAnswer {
   return 'page' in found;
 }
 
-/** Another approval of this request is being saved. A link, not a reload, shows the outcome: reloading a form's answer would send the form again. */
+/**
+ * Another approval of this request is being saved. A link, not a reload, shows the outcome: reloading
+ * a form's answer would send the form again.
+ */
 function beingApprovedPage({ userCode }: PairingRequest): PageAnswer {
   return pageAnswer(200, <MessagePage {...BEING_APPROVED} back={showOutcome(userCode)} />);
 }

@@ -7,8 +7,9 @@ import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out }
 import { storedStatus, type ForwardingStatus, type LastFailure } from './status.ts';
 import { everyPlannerStatus } from './store.ts';
 
-export const STATUS_USAGE = `  ev-ingest status               forwarding to the planner, one line per installation: samples
-                                 waiting, sent and given up, the last sent and the last failure`;
+export const STATUS_USAGE =
+  '  ev-ingest status               forwarding to the planner, one line per installation: samples\n' +
+  '                                 waiting, sent and given up, the last sent and the last failure';
 
 export async function statusCommand(args: string[], out: Out = toStdout, err: Out = toStderr): Promise<number> {
   const notOperands = helpOrOption(args, STATUS_USAGE, out, err);

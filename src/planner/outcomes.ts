@@ -55,7 +55,7 @@ export class OutcomeLedger {
     this.lastFailures.set(failure.installationId, failure);
   }
 
-  /** Drops what is kept of a purged installation: its rows are gone, and an outcome's write must not bring its status back. */
+  /** Drops what is kept of a purged installation: a later outcome's write must not bring its status back. */
   forget(installationId: string): void {
     this.lastFailures.delete(installationId);
     this.settled = this.settled.filter((outcome) => outcome.installationId !== installationId);

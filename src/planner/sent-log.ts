@@ -16,7 +16,7 @@ interface InstallationLog {
 }
 
 export class SentLog {
-  /** By installation, most recent last (at most `plannerQuietInstallations`); one forgotten logs its next success at once. */
+  /** By installation, most recent last (at most `plannerQuietInstallations`); a forgotten one logs its next success. */
   private readonly installations = new Map<string, InstallationLog>();
 
   constructor(

@@ -16,7 +16,8 @@ const installationNumber = (param: string) => `(SELECT id FROM installations WHE
 
 /** Waiting samples of the installation in parameter 1, as rows like the batch's, narrowed by `rest`. */
 const waitingRows = (rest: string) =>
-  `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples WHERE installation = ${installationNumber('?')} AND ${PENDING} ${rest}`;
+  `SELECT utc, ${sampleFieldNames.join(', ')} FROM samples
+   WHERE installation = ${installationNumber('?')} AND ${PENDING} ${rest}`;
 
 /** Reads the oldest waiting samples of one installation, at most `limit`. */
 export function pendingSamplesReader(db: Database): (installationId: string, limit: number) => SampleRow[] {
@@ -74,7 +75,8 @@ const ADD_TO_STATUS = `INSERT INTO planner_status (installation_id, sent, given_
   VALUES ($installationId, $sent, $givenUp, $lastSentAt, $lastSentUtc)
   ON CONFLICT (installation_id) DO UPDATE SET sent = sent + excluded.sent, given_up = given_up + excluded.given_up,
     last_sent_at = coalesce(excluded.last_sent_at, last_sent_at),
-    last_sent_utc = max(coalesce(last_sent_utc, excluded.last_sent_utc), coalesce(excluded.last_sent_utc, last_sent_utc))`;
+    last_sent_utc = max(
+      coalesce(last_sent_utc, excluded.last_sent_utc), coalesce(excluded.last_sent_utc, last_sent_utc))`;
 
 /** A failed attempt to hand a sample to the planner: the planner's status, or the name of the error. */
 export interface PlannerFailure {
@@ -86,7 +88,8 @@ export interface PlannerFailure {
 }
 
 // Only while the installation exists: a request in flight across a purge must not bring its status back.
-const RECORD_FAILURE = `INSERT INTO planner_status (installation_id, last_failure_at, last_failure_status, last_failure_error, last_failure_attempt)
+const RECORD_FAILURE = `INSERT INTO planner_status
+    (installation_id, last_failure_at, last_failure_status, last_failure_error, last_failure_attempt)
   SELECT $installationId, $at, $status, $error, $attempt
   WHERE EXISTS (SELECT 1 FROM installations WHERE uuid = $installationId)
   ON CONFLICT (installation_id) DO UPDATE SET last_failure_at = excluded.last_failure_at,
@@ -147,7 +150,7 @@ export function plannerStatusReader(db: Database) {
   return (installationId: string) => ({ facts: facts.get(installationId), waiting: waiting.get(installationId)!.n });
 }
 
-/** Every installation that stored samples, by id, with its stored forwarding facts and waiting samples (`ev-ingest status`). */
+/** Every installation with stored samples, by id, with its forwarding facts and waiting count (`ev-ingest status`). */
 export function everyPlannerStatus(db: Database): { installationId: string; facts: StoredPlannerStatus | null; waiting: number }[] {
   const rows = db
     .query<StoredPlannerStatus & { installationId: string; waiting: number; known: number | null }, []>(

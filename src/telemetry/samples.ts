@@ -15,7 +15,7 @@ export class Telemetry {
     private readonly now: () => number,
   ) {}
 
-  /** Stores the usable samples as one write; the forwarder learns of the samples this write made waiting, and whether it rewrote waiting ones. */
+  /** Stores the usable samples in one write; tells the forwarder what now waits and if waiting ones were rewritten. */
   async store(batch: Batch): Promise<void> {
     if (batch.rows.length > 0) await this.storeRows(batch);
     for (const [reason, count] of batch.droppedReasons ?? []) {
