@@ -44,7 +44,7 @@ async function send(text: string): Promise<void> {
   expect(response.status).toBe(204);
 }
 
-/** ConsumptionCloudClient.fetchHistory: each record's day and state of health, the top-level lifetime (optDouble: 0 when absent). */
+/** ConsumptionCloudClient.fetchHistory: each record's day and health, top-level lifetime (optDouble: 0 if absent). */
 async function historyAsTheAppReadsIt() {
   const response = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`);
   expect(response.status).toBe(200);
@@ -81,7 +81,7 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
     expect(lifetime).toEqual(totals(40.2, 6.9, 0.9, 9.5));
   });
 
-  test('a snapshot sent again (same recordedAt) replaces itself; an older one arriving late counts for nothing', async () => {
+  test('a snapshot sent again (same recordedAt) replaces itself; an older one late counts for nothing', async () => {
     const newest = snapshotBody(minutes(60), '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR);
     await send(snapshotBody(minutes(0), '2026-11-25', totals(10, 1.55, 0.25, 2.5), LIFETIME_ON_THE_CAR));
     await send(newest);
@@ -92,7 +92,7 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
     expect(chunks).toEqual({ n: 3, snapshots: 3 });
   });
 
-  test('a backlog day closed by its snapshot and today’s: per-record and top-level lifetimes are the service’s sums', async () => {
+  test('a backlog day closed by its snapshot and today’s: both lifetimes are the service’s sums', async () => {
     // One sync: the day before (its close) first, then today so far, both stamped with the sync's time.
     await send(snapshotBody(minutes(0), '2026-11-24', totals(33.25, 5.5, 0.75, 8), totals(4970.2, 794.35, 96.6, 1180.5)));
     await send(snapshotBody(minutes(0), '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR));
@@ -105,7 +105,7 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
 });
 
 describe('2.2.35-2.2.36: each closed day once, every day of a sync stamped with the sync’s time', () => {
-  /** A 2.2.35-2.2.36 body: built field by field as in 2.2.39 (the same keys in the same order), for closed days only. */
+  /** A 2.2.35-2.2.36 body: built field by field as in 2.2.39 (same keys, same order), for closed days only. */
   const closedDayBody = (recordedAt: number, date: string, day: Totals) =>
     orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(day), lifetime: wireTotals(LIFETIME_ON_THE_CAR), sohPercent: 97.5 });
 
@@ -166,7 +166,7 @@ describe('2.2.39: syncDailyConsumption stamps every day of one sync with the sam
     expect(lifetime).toEqual(totals(50, 8, 1.25, 12.5));
   });
 
-  test('after two days offline, the backlog and today at one recordedAt: every day kept, each its newest snapshot', async () => {
+  test('after two days offline, backlog and today at one recordedAt: each day keeps its newest snapshot', async () => {
     const dayBefore = (days: number) => EIGHT - days * 86_400_000;
     await sync(dayBefore(3) + 12 * 3_600_000, [['2026-11-22', totals(12, 2, 0.25, 3)]]);
     // Offline on the 23rd and 24th: every sync failed, so the last day answered is still the 21st.
@@ -213,7 +213,7 @@ describe('the current build: deltas, and the update from a snapshot build in the
     });
   });
 
-  test('snapshots until the update, then deltas of which the first starts from the day’s start: the day is the deltas', async () => {
+  test('snapshots until the update, then deltas from the day’s start: the day is the deltas', async () => {
     const day = async () => (await historyAsTheAppReadsIt()).records[0]!.day;
     await send(snapshotBody(minutes(0), '2026-11-25', totals(10, 1.5, 0.25, 2.5), LIFETIME_ON_THE_CAR));
     await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4, 0.5, 6), LIFETIME_ON_THE_CAR));

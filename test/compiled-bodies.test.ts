@@ -129,7 +129,7 @@ describe.each(routes)('$method $path', ({ method, path, schema, token, refusals 
   });
 });
 
-test('rules a schema cannot hold keep their 400: a day that does not exist, a sessionId other than the path', async () => {
+test('rules a schema cannot hold keep their 400: a nonexistent day, a sessionId unlike the path', async () => {
   const february30 = consumptionChunk({ date: '2026-02-30' });
   expect(Value.Check(ChunkSchema, february30)).toBe(true);
   expect(await answer(await service.request('PUT', '/v1/consumption/daily', { body: february30 }))).toEqual({

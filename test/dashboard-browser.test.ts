@@ -122,7 +122,8 @@ for (const viewport of VIEWPORTS) {
       expect(await page.locator('main p').first().textContent()).toBe('No installation has sent anything yet.');
       await shot('installations-empty');
 
-      // With data: a paired car with samples, 40 days of consumption and a charging session; another installation with one sample only.
+      // With data: a paired car with samples, 40 days of consumption and a charging session;
+        // another installation with one sample only.
       const api = overSocket(running);
       await seedInstallation(api);
       const lone = { installationId: OTHER_INSTALLATION, samples: [{ utc: Math.floor(Date.now() / 1000) - 30, soc: 55 }] };

@@ -51,7 +51,10 @@ describe('BarChart', () => {
   test('titled, described, with the unit and ticks on the value axis and labelled categories; well-formed XML', () => {
     expect(svg).toContain('role="img" aria-labelledby="km-title km-desc"');
     expect(svg).toContain('<title id="km-title">Distance &lt;per&gt; day</title>');
-    expect(svg).toContain('<desc id="km-desc">3 bars from 2026-11-23 to 2026-11-25; highest 40 km. The table beside lists every value.</desc>');
+    expect(svg).toContain(
+      '<desc id="km-desc">3 bars from 2026-11-23 to 2026-11-25; highest 40 km. ' +
+        'The table beside lists every value.</desc>',
+    );
     expect(svg).toContain('class="unit">km</text>');
     for (const tick of ['0', '10', '20', '30', '40']) expect(svg).toContain(`text-anchor="end">${tick}</text>`);
     for (const label of ['2026-11-23', '2026-11-24', '2026-11-25']) expect(svg).toContain(`>${label}</text>`);

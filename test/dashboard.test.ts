@@ -79,7 +79,8 @@ describe('without a session', () => {
     const page = await getPage(s, '/dashboard/sign-in');
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toBe(
-      "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+"default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(page.headers.get('x-frame-options')).toBe('DENY');
@@ -95,7 +96,7 @@ describe('without a session', () => {
 });
 
 describe('sign-in', () => {
-  test('the right password: a 303 to the dashboard and a cookie of 32 random bytes whose SHA-256 alone is stored', async () => {
+  test('the right password: a 303 to the dashboard, a cookie of 32 random bytes, only its SHA-256 stored', async () => {
     const s = await dashboard();
     const response = await postForm(s, '/dashboard/sign-in', { password: PASSWORD });
     expect([response.status, response.headers.get('location')]).toEqual([303, '/dashboard']);
@@ -113,7 +114,7 @@ describe('sign-in', () => {
     expect([again.status, again.headers.get('location')]).toEqual([303, '/dashboard']);
   });
 
-  test('wrong passwords say the tries left, the fifth locks (shared with /pair and the device endpoints), and the lock refuses even the right one', async () => {
+  test('wrong passwords say the tries left; the fifth locks even the right one (shared with /pair)', async () => {
     const s = await dashboard();
     const wrong = await postForm(s, '/dashboard/sign-in', { password: WRONG_PASSWORD });
     expect(wrong.status).toBe(403);
@@ -160,7 +161,7 @@ describe('the cookie', () => {
     return (await s.app.handle(request)).headers.get('set-cookie')!;
   };
 
-  test('Secure over https: directly, by an https PUBLIC_URL at its host, or by X-Forwarded-Proto from a trusted proxy only', async () => {
+  test('Secure over https: directly, by an https PUBLIC_URL at its host, or a trusted X-Forwarded-Proto', async () => {
     let s = await dashboard();
     expect(await setCookie(s, {})).not.toContain('Secure');
     expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).not.toContain('Secure');
@@ -193,7 +194,7 @@ describe('the cookie', () => {
 });
 
 describe('forms', () => {
-  test('revoke: refused without the form token, with a forged one, another session’s, or from another site; done with its own', async () => {
+  test('revoke: refused without form token, forged, another session’s, cross-site; done with its own', async () => {
     const s = await dashboard();
     const deviceId = await seedInstallation(s);
     const cookie = await signIn(s);
@@ -221,7 +222,7 @@ describe('forms', () => {
     expect(elsewhere.status).toBe(404);
   });
 
-  test('sign-out needs the form token, deletes the session and removes the cookie; that cookie then opens nothing', async () => {
+  test('sign-out needs the form token, deletes the session and cookie; that cookie then opens nothing', async () => {
     const s = await dashboard();
     const cookie = await signIn(s);
     const token = await formTokenOf(s, cookie);
@@ -285,7 +286,7 @@ describe('pages', () => {
     expect((await getPage(s, '/dashboard/installations/not-a-uuid', cookie)).status).toBe(404);
   });
 
-  test('a chunk written after a page was shown shows on the next one (the summary is not kept past a chunk write)', async () => {
+  test('a chunk written after a page shows on the next one (the summary is not kept past a chunk write)', async () => {
     const { s, cookie } = await seededAndSignedIn();
     const page = () => getPage(s, `/dashboard/installations/${INSTALLATION}`, cookie).then((response) => response.text());
     expect(await page()).toContain('<dt>Distance</dt><dd>1,600 km</dd>');
@@ -308,7 +309,7 @@ describe('pages', () => {
     expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/nope`, cookie)).status).toBe(404);
   });
 
-  test('exports stream the same bytes as the owner service, as attachments; an unknown kind or format is 404', async () => {
+  test('exports stream the owner service's bytes as attachments; an unknown kind or format is 404', async () => {
     const { s, cookie } = await seededAndSignedIn();
     for (const [kind, format] of [['telemetry', 'csv'], ['telemetry', 'gpx'], ['consumption', 'ndjson'], ['sessions', 'csv']] as const) {
       const response = await getPage(s, `/dashboard/installations/${INSTALLATION}/export/${kind}.${format}`, cookie);

@@ -1,4 +1,4 @@
-/** The compiled binary: the owner's reads over its socket, and its `status` and `purge` commands beside it while it serves. */
+/** The compiled binary: the owner's reads over its socket, its `status` and `purge` commands beside it serving. */
 import { beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { compiledBinary, ownerRequest, startBinary } from './binary.ts';
@@ -18,7 +18,7 @@ function run(args: string[], env: Record<string, string>) {
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
-test('exports stream from the binary; status and purge run beside it, which forgets the purged installation', async () => {
+test('exports stream from the binary; status and purge run beside it, which forgets the purged one', async () => {
   const dir = tempDir();
   const env = { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(dir, 'ev-ingest.db'), TELEMETRY_RETENTION_DAYS: '3650' };
   const server = await startBinary(binary, env, dir);

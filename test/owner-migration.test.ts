@@ -1,4 +1,7 @@
-/** The owner data's migration on a database of the version before: the facts of the samples it holds are carried into the new columns and table. */
+/**
+ * The owner data's migration on a database of the version before: the facts of the samples it holds
+ * are carried into the new columns and table.
+ */
 import { expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { migrate } from '../src/db/migrate.ts';

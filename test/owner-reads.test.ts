@@ -37,7 +37,7 @@ async function putSession(sessionId: string, startedAt: number, installationId =
 }
 
 describe('samples', () => {
-  test('latest: the newest sample by utc with its stored fields and the time its batch came; null without samples', async () => {
+  test('latest: the newest sample by utc, its stored fields and its batch's time; null without samples', async () => {
     expect(service.samples.latest(INSTALLATION)).toBeNull();
     await postSamples(INSTALLATION, [
       { utc: UTC + 10, soc: 80.5, is_charging: true, car_model: 'ioniq5' },
@@ -56,7 +56,7 @@ describe('samples', () => {
     expect(service.samples.latest(OTHER_INSTALLATION)).toBeNull();
   });
 
-  test('rows: oldest first across pages, within the range, ends included; samplesSince counts from a utc on', async () => {
+  test('rows: oldest first across pages, in the range, ends included; samplesSince counts from a utc', async () => {
     const samples = Array.from({ length: 25 }, (_, i) => ({ utc: UTC + i, soc: i }));
     await postSamples(INSTALLATION, samples.toReversed());
     await postSamples(OTHER_INSTALLATION, [{ utc: UTC + 3, soc: 1 }]);

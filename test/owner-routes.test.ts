@@ -1,4 +1,7 @@
-/** The owner's /v1 reads: tokens, exact answers, order, cursors, ranges, empty cases, bad parameters, and the exports read back by real parsers. */
+/**
+ * The owner's /v1 reads: tokens, exact answers, order, cursors, ranges, empty cases, bad parameters,
+ * and the exports read back by real parsers.
+ */
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
 import { gpx as gpxToGeoJson } from '@tmcw/togeojson';
 import { DOMParser } from '@xmldom/xmldom';
@@ -70,7 +73,7 @@ const READS = [
 ];
 
 describe('tokens', () => {
-  test('401 without a valid token (before any parameter check); a car reads its own installation, 403 for another', async () => {
+  test('401 without a valid token (before parameters); a car reads its own installation, 403 another', async () => {
     await putSession('s1', STARTED);
     await postSamples([{ utc: UTC, soc: 1 }]);
     const own = (await service.devices.pair(INSTALLATION, 'car')).token;
@@ -166,7 +169,7 @@ describe('GET /v1/charging-sessions', () => {
 });
 
 describe('GET /v1/charging-sessions/{sessionId}', () => {
-  test('one session with its curve; 404 when the installation has none of that id; 400 naming the parameter', async () => {
+  test('one session with its curve; 404 if the installation has no such id; 400 naming the parameter', async () => {
     await putSession('s1', STARTED);
     expect(await answer(await get(`/v1/charging-sessions/s1?installationId=${INSTALLATION}`))).toEqual({
       status: 200,
@@ -235,7 +238,7 @@ function typedRecord(record: Record<string, string>): Record<string, unknown> {
   );
 }
 
-/** Samples with tricky values: text with a comma, quotes and a line break; tiny, negative and huge numbers; no position. */
+/** Tricky samples: text with a comma, quotes and a line break; tiny, negative and huge numbers; no position. */
 const VARIED = [
   { utc: UTC + 2, soc: 55.5, lat: 48.137154, lon: 11.576124, elevation: 519.25, car_model: 'Model "S", long\nrange' },
   { utc: UTC, soc: 1e-7, power: -123.456, is_charging: true, odometer: 9_999_999.5 },
@@ -249,7 +252,7 @@ async function exported(path: string): Promise<{ response: Response; text: strin
 }
 
 describe('GET /v1/telemetry/export/{installationId}', () => {
-  test('CSV (the default): a header of utc and every field; read back by csv-parse it equals the stored rows', async () => {
+  test('CSV (the default): a header of utc and every field; csv-parse reads back the stored rows', async () => {
     await postSamples(VARIED);
     await postSamples([{ utc: UTC + 1, soc: 3 }], OTHER_INSTALLATION);
     const { response, text } = await exported(`/v1/telemetry/export/${INSTALLATION}`);
@@ -300,7 +303,7 @@ describe('GET /v1/telemetry/export/{installationId}', () => {
     );
   });
 
-  test('GPX numbers are xsd:decimal (no exponent) and longitude 180 is written -180, which the schema takes', async () => {
+  test('GPX numbers are xsd:decimal (no exponent); longitude 180 is written -180, as the schema takes', async () => {
     await postSamples([{ utc: UTC, lat: 1e-7, lon: 180, elevation: -1e-7 }]);
     const { text } = await exported(`/v1/telemetry/export/${INSTALLATION}?format=gpx`);
     expect(text).toContain('<trkpt lat="0.0000001" lon="-180"><ele>-0.0000001</ele>');

@@ -1,4 +1,4 @@
-/** What the tests of the owner's reads share: stored days of consumption, and the status of an installation nothing was forwarded for. */
+/** Shared by the owner's read tests: stored days of consumption, the status of an installation never forwarded. */
 import { expect } from 'bun:test';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { consumptionChunk, type TestService } from './support.ts';

@@ -69,7 +69,7 @@ describe('bearer token', () => {
     expect(await answer(await service.request('POST', '/test/echo', { token: null, headers, body: '{}' }))).toEqual(unauthorized);
   });
 
-  test('a 401 names the scheme it wants (WWW-Authenticate: Bearer), at the ingest and the device endpoints', async () => {
+  test('a 401 names its scheme (WWW-Authenticate: Bearer), at the ingest and the device endpoints', async () => {
     const refused = await service.request('POST', '/test/echo', { token: null, body: '{}' });
     expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
     const paired = await startTestService({ approvalPassword: PASSWORD });
@@ -181,7 +181,8 @@ describe('body', () => {
     await expect(readBody(request, ingestBodyBounds, meter)).rejects.toMatchObject(tooLarge);
     expect(meter.buffered).toBeLessThanOrEqual(limits.bodyBytes);
     expect(meter.read).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + counted.chunk);
-    expect(counted.pulled).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + 2 * counted.chunk); // one read-ahead
+    // One read-ahead chunk past the body and the drain.
+    expect(counted.pulled).toBeLessThanOrEqual(limits.bodyBytes + limits.bodyDrainBytes + 2 * counted.chunk);
   });
 
   test.each([
@@ -230,7 +231,7 @@ describe('body', () => {
   }, 30_000);
 });
 
-test("the listener never runs in Bun's development mode, whose error page shows a stack trace, whatever NODE_ENV says", async () => {
+test("the listener never runs in Bun's development mode (a stack on its error page), whatever NODE_ENV", async () => {
   const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);
   try {
     expect(server.development).toBe(false);
@@ -283,7 +284,7 @@ test("a failure escaping the app on `/pair` still carries the page's strict head
   }
 });
 
-test('a port already in use, or a host that is none, refuses the start with one message naming both settings', async () => {
+test('a port in use, or a host that is none, refuses the start with one message naming both settings', async () => {
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
   try {
     for (const [host, port] of [['127.0.0.1', taken.port!], ['not_a_host', 0]] as const) {
@@ -316,7 +317,7 @@ function processStandIn() {
   return { host, signal, exits, killedBy };
 }
 
-test("a writer that dies settles the server's fatal promise, logs writer.failed, and the server stops and exits 1", async () => {
+test("a writer that dies settles the server's fatal promise, logs writer.failed; the server exits 1", async () => {
   const log = createMemoryLogger();
   const running = await serve(testConfig(tempDir()), log);
   const { host, exits } = processStandIn();
@@ -386,7 +387,7 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
   }
 });
 
-test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal during the stop (%s, then %s) joins it: the request in flight is still answered, and the exit is 0, once', async (first, second) => {
+test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal during the stop (%s, then %s) joins it: the request in flight is answered, exit 0 once', async (first, second) => {
   const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight();
   try {
     signal(first);
@@ -403,7 +404,8 @@ test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal duri
 });
 
 test('a third signal ends a stop that hangs at once, exit 1, saying so', async () => {
-  const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight(); // its sync held: the stop waits
+  // Its sync held: the stop waits.
+  const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight();
   try {
     signal('SIGINT');
     signal('SIGINT');
@@ -433,8 +435,9 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
 
   /** Sends a raw HTTP/1.1 request with a small JSON body and splits what came back. */
   async function sendWithHost(method: string, path: string, host: string) {
-    const head = `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n`;
-    // The deadline ends a connection the server keeps open, so a missing `Connection: close` fails as a diff, not a test timeout.
+    const head =
+      `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\n` + 'Content-Type: application/json\r\nContent-Length: 2\r\n';
+    // The deadline ends a connection kept open: a missing `Connection: close` fails as a diff, not a timeout.
     return parsedReply(await rawRequest(Number(running.url.port), `${head}\r\n{}`, 3_000));
   }
   const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is invalid"}', closedByServer: true };
@@ -450,7 +453,7 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(log.lines.filter((line) => / (warn|error) /.test(line) && !line.includes('pairing.public_url_unset'))).toEqual([]);
   });
 
-  test("the refusal of a `/pair` request carries the page's strict headers, as every `/pair` answer does; others do not", async () => {
+  test("a refused `/pair` request has the page's strict headers, like every `/pair` answer; no others", async () => {
     const headersOf = async (path: string) => {
       const { reply } = await rawRequest(Number(running.url.port), `GET ${path} HTTP/1.1\r\nHost: a b\r\n\r\n`, 3_000);
       return replyHeaders(reply);
@@ -479,7 +482,7 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(await sendWithHost('GET', '/v1/health', hosts)).toEqual(refused);
   });
 
-  test('an HTTP/1.0 request without a Host (a health check) is answered by the app, as at the listening address', async () => {
+  test('an HTTP/1.0 request without a Host (a health check) is answered by the app, as at its address', async () => {
     const { reply } = await rawRequest(Number(running.url.port), 'GET /v1/health HTTP/1.0\r\n\r\n');
     expect(reply).toStartWith('HTTP/1.1 200 OK\r\n');
     expect(reply).toEndWith('\r\n\r\n{"status":"ok"}');
@@ -488,7 +491,7 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(page.reply).toContain('This code is not open');
   });
 
-  test('a request is logged by its path alone: not the origin, nor the query, which may hold a pairing code', async () => {
+  test('a request is logged by its path alone: no origin, no query (it may hold a pairing code)', async () => {
     const before = log.lines.length;
     const { reply } = await rawRequest(Number(running.url.port), 'GET /pair?code=WDJB-MJHT HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     expect(reply).toStartWith('HTTP/1.1 404 Not Found\r\n');
