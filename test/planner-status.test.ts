@@ -1,4 +1,4 @@
-/** The forwarding status (the route and `ev-ingest status`) and the `planner.sent` lines, against what a fake planner saw. */
+/** The forwarding status (the route, `ev-ingest status`) and the `planner.sent` lines, against a fake planner. */
 import { afterEach, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import type { Config } from '../src/config.ts';
@@ -165,12 +165,14 @@ test('waiting across a stop and a restart: stored facts survive, the restart sen
   const command = await runCommand(join(dir, 'ev-ingest.db'), ['status']);
   expect(command).toEqual({
     code: 0,
-    stdout: `${INSTALLATION} waiting=0 sent=2 givenUp=0 lastSentAt=${ISO_NOW} lastSentUtc=${T0 + 1} lastFailure=${ISO_NOW} status=503 attempt=1\n`,
+    stdout:
+      `${INSTALLATION} waiting=0 sent=2 givenUp=0 lastSentAt=${ISO_NOW} lastSentUtc=${T0 + 1} ` +
+      `lastFailure=${ISO_NOW} status=503 attempt=1\n`,
     stderr: '',
   });
 });
 
-test('without forwarding: stored samples are not waiting; the command lists every installation that stored samples', async () => {
+test('without forwarding: stored samples are not waiting; the command lists each one with samples', async () => {
   const dir = tempDir();
   const target = await service({}, { dir });
   await post(target, [{ utc: T0, soc: 50 }]);
@@ -184,7 +186,7 @@ test('without forwarding: stored samples are not waiting; the command lists ever
   expect(stdout).toBe(`${OTHER_INSTALLATION} ${none}\n${INSTALLATION} ${none}\n`);
 });
 
-test('planner.sent: the first success at once, then at most once a minute with the count, and at once after a failure', async () => {
+test('planner.sent: a first success at once, then at most once a minute, counted; at once after a failure', async () => {
   let clock = 0;
   let failNext = false;
   const fake = planner(() => (failNext ? ((failNext = false), { status: 503 }) : {}));

@@ -1,4 +1,4 @@
-/** `ev-ingest purge` in a process of its own beside a listening server: rows gone, the server forgets within a second. */
+/** `ev-ingest purge` in its own process beside a listening server: rows gone, the server forgets within a second. */
 import { afterEach, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { createMemoryLogger } from '../src/log.ts';
@@ -30,7 +30,7 @@ afterEach(async () => {
 const runPurge = (databasePath: string, args: string[], input = '') =>
   runCommand(databasePath, ['purge', ...args], { input });
 
-/** Rows of each table naming the installation (samples by its number), and installation rows left detached by a purge. */
+/** Rows of each table naming the installation (samples by its number), and installation rows a purge left detached. */
 function rowsOf(databasePath: string, installationId: string): Record<string, number> {
   const db = new Database(databasePath, { readonly: true });
   try {
@@ -70,7 +70,7 @@ interface Stored {
   plannerUp(): void;
 }
 
-/** A listening server holding two installations' data, samples of both waiting for a planner that answers 503 for now. */
+/** A listening server with two installations' data, samples of both waiting for a planner answering 503 for now. */
 async function storedBeside(): Promise<Stored> {
   let plannerUp = false;
   const fake = startFakePlanner(() => (plannerUp ? {} : { status: 503 }));
@@ -118,7 +118,7 @@ async function storedBeside(): Promise<Stored> {
   };
 }
 
-test('purge --yes beside a running server: no row left, the other installation untouched, the server forgets within a second', async () => {
+test('purge --yes beside a running server: no row left, the other untouched, the server forgets in 1 s', async () => {
   const stored = await storedBeside();
   const { client, fake, databasePath } = stored;
   const keptBefore = rowsOf(databasePath, OTHER_INSTALLATION);
@@ -178,7 +178,8 @@ test('without --yes the id must be typed again: anything else deletes nothing', 
   const refused = await runPurge(databasePath, [INSTALLATION], 'no\n');
   expect(refused.code).toBe(1);
   expect(refused.stderr).toBe(
-    `Type ${INSTALLATION} to delete all of its data, or anything else to stop: ev-ingest: not confirmed; nothing was deleted\n`,
+    `Type ${INSTALLATION} to delete all of its data, or anything else to stop: ` +
+      'ev-ingest: not confirmed; nothing was deleted\n',
   );
   expect(rowsOf(databasePath, INSTALLATION)).toEqual(before);
   expect((await runPurge(databasePath, [INSTALLATION], '')).code).toBe(1);

@@ -69,7 +69,7 @@ async function forwarded() {
 }
 
 describe('the clients as they send', () => {
-  test('OVMS: GET with the query, lat/lon/power as strings, alt for elevation; forwarded once with the server’s credentials', async () => {
+  test('OVMS: GET with the query, lat/lon/power as strings, alt as elevation; forwarded once as server', async () => {
     await start();
     const tlm = JSON.stringify({
       utc: UTC,
@@ -110,7 +110,7 @@ describe('the clients as they send', () => {
     expect((await forwarded())[0]!.tlm).toEqual({ utc: UTC, soc: 64.5, power: -7.2, speed: 0, is_charging: 1 });
   });
 
-  test('the car app’s uploader: a form POST with api_key, token and tlm as org.json and URLEncoder write them', async () => {
+  test('the car app’s uploader: a form POST of api_key, token and tlm as org.json and URLEncoder write', async () => {
     await start();
     const tlm =
       `{"utc":${UTC},"soc":80,"speed":52,"est_battery_range":310,"power":-1.25,"is_charging":0,"is_dcfc":0,` +

@@ -1,4 +1,7 @@
-/** TELEMETRY_RETENTION_DAYS: old samples go (never one waiting for the planner), status counts follow, space is reused or given back. */
+/**
+ * TELEMETRY_RETENTION_DAYS: old samples go (never one waiting for the planner), status counts follow,
+ * space is reused or given back.
+ */
 import { afterEach, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
@@ -18,7 +21,7 @@ import {
 const NOW = 1_764_100_000_000;
 const NOW_UTC = NOW / 1000;
 const DAY = 86_400;
-/** Forwarding on for every installation, no request ever made: every stored sample stays waiting until a test settles it. */
+/** Forwarding on for every installation, no request ever made: each stored sample waits until a test settles it. */
 const holdingForwarder: SampleForwarder = { forwards: () => true, stored: () => {} };
 
 const services: TestService[] = [];
@@ -107,7 +110,7 @@ test("a new database has incremental auto-vacuum: the deleted samples' pages go 
   expect(target.log.lines.find((line) => line.includes('retention.deleted'))).toMatch(/pagesFreed=[1-9]\d+/);
 });
 
-test('a database made before (no auto-vacuum): freed pages are reused by new samples, the file does not grow', async () => {
+test('a database made before (no auto-vacuum): new samples reuse freed pages, the file does not grow', async () => {
   const dir = tempDir();
   const older = new Database(join(dir, 'ev-ingest.db'));
   older.run('CREATE TABLE made_by_an_older_version (x)'); // a first page, so no auto-vacuum is set on it later

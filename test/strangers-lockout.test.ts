@@ -29,7 +29,7 @@ describe('lockout per address', () => {
     expect(linesOf(service, 'auth.locked').length).toBeGreaterThan(0);
   });
 
-  test('the fifth wrong password is answered 401, then that address alone gets 429 with Retry-After for 60 s', async () => {
+  test('the fifth wrong password is answered 401, then that address alone gets 429, Retry-After 60 s', async () => {
     const service = await startGuarded();
     for (let i = 0; i < limits.lockoutAttempts; i += 1)
       expect(statusOf(await listDevices(service, STRANGER, WRONG_PASSWORD))).toEqual([401, null]);
@@ -48,7 +48,7 @@ describe('lockout per address', () => {
     ]);
   });
 
-  test('an IPv6 stranger is locked per /64: another address of the same /64 is locked too, another /64 is not', async () => {
+  test('an IPv6 stranger is locked per /64: another address of that /64 is locked too, another /64 not', async () => {
     const service = await startGuarded();
     for (let i = 0; i < limits.lockoutAttempts; i += 1)
       await listDevices(service, `2001:db8:1:2::${i + 1}`, WRONG_PASSWORD);
@@ -71,7 +71,7 @@ describe('the backstop', () => {
       expect((await listDevices(service, addresses[i % 20]!, WRONG_PASSWORD)).status).toBe(401);
   }
 
-  test('twenty addresses trip it only at 50 wrong within 60 s; then a known address gets in and a new one gets 429', async () => {
+  test('twenty addresses trip it only at 50 wrong within 60 s; then a known one gets in, a new one 429', async () => {
     const service = await startGuarded();
     expect((await listDevices(service, OWNER, PASSWORD)).status).toBe(200); // the owner is known from here on
     await wrongFromTwenty(service, limits.backstopAttempts - 1);
@@ -107,7 +107,7 @@ describe('the backstop', () => {
     expect(lock.check(PASSWORD, { address: '192.0.2.4', session: true })).toBe('locked');
   });
 
-  test('an address that gave the right password is still known after a restart, for 30 days from its last', async () => {
+  test('an address that gave the right password is known after a restart, 30 days from its last', async () => {
     const OTHER_OWNER = '203.0.113.21';
     const dir = tempDir();
     const first = await startGuarded({}, { dir });

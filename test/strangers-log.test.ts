@@ -147,7 +147,7 @@ describe('start-up warnings', () => {
     return log.lines;
   }
 
-  test('a data folder or database file (its -wal and -shm too) others can read or write is named, with its mode', async () => {
+  test('a data folder or database file (-wal, -shm too) others can read or write is named, with its mode', async () => {
     const dir = join(tempDir(), 'data');
     mkdirSync(dir, { mode: 0o700 });
     expect((await startLog(dir)).filter((line) => line.includes('storage.open_to_others'))).toEqual([]);

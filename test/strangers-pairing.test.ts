@@ -38,7 +38,7 @@ async function startedFrom(
 }
 
 describe('pairing slots', () => {
-  test('one address stops at 10 open requests, with Retry-After until its oldest expires; a car elsewhere gets 200', async () => {
+  test('one address stops at 10 open requests, Retry-After until its oldest expires; a car elsewhere 200', async () => {
     const service = await startGuarded();
     for (let i = 0; i < limits.pairingOpenPerAddress; i += 1) {
       await startedFrom(service, STRANGER, installationNumbered(i));
@@ -54,7 +54,7 @@ describe('pairing slots', () => {
     await startedFrom(service, STRANGER, installationNumbered(99));
   });
 
-  test('a full book answers 429 with Retry-After until its first request expires, and is logged once a minute', async () => {
+  test('a full book answers 429, Retry-After until its first request expires; logged once a minute', async () => {
     const service = await startGuarded();
     for (let i = 0; i < limits.pairingOpenMax; i += 1)
       await startedFrom(service, `198.51.${Math.floor(i / 10)}.1`, installationNumbered(i));
@@ -98,7 +98,7 @@ describe('the approval page', () => {
     ]);
   });
 
-  test('names with format, separator or invisible characters, or nothing visible, are refused naming name', async () => {
+  test('names with format, separator or invisible characters, or nothing visible, are refused', async () => {
     const service = await startGuarded();
     const hidden = 'name must not hold format, separator or invisible characters';
     const cases: [string, string][] = [
@@ -151,7 +151,8 @@ describe('cross-site posts to /pair', () => {
       expect(await response.text()).toContain('This form was sent from another site.');
     }
     expect((await post(service, started.userCode, PASSWORD, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
-    expect((await service.request('GET', `/pair?code=${started.userCode}`, { token: null })).status).toBe(200); // still pending
+    // Still pending.
+    expect((await service.request('GET', `/pair?code=${started.userCode}`, { token: null })).status).toBe(200);
     expect(service.pairing!.lock.triesLeft({ address: '198.51.100.0' })).toBe(limits.lockoutAttempts);
     expect(linesOf(service, 'pairing.wrong_password')).toEqual([]);
     expect((await listDevices(service, '198.51.100.1', PASSWORD)).status).toBe(200); // no backstop either
@@ -178,6 +179,7 @@ describe('cross-site posts to /pair', () => {
     const behindProxy = await startGuarded({ trustProxy: false });
     const started = await startedFrom(behindProxy, CAR, INSTALLATION);
     const forwarded = { origin: 'https://ev.example.org', 'x-forwarded-host': 'ev.example.org' };
-    expect((await post(behindProxy, started.userCode, PASSWORD, forwarded)).status).toBe(403); // forwarded headers untrusted
+    // Forwarded headers untrusted.
+    expect((await post(behindProxy, started.userCode, PASSWORD, forwarded)).status).toBe(403);
   });
 });

@@ -29,7 +29,7 @@ describe('dropping values', () => {
       ['samples[0].soc: {"lat":…,"lon":…,"at":1} is not a number'],
       1,
     ],
-    ['text of 100 characters in 200 UTF-16 units, kept', [{ utc: UTC, car_model: '🚗'.repeat(100), speed: 5 }], [], 1],
+    ['text of 100 characters (200 UTF-16 units), kept', [{ utc: UTC, car_model: '🚗'.repeat(100), speed: 5 }], [], 1],
     [
       'text of 101 characters, quoted 40 characters long',
       [{ utc: UTC, car_model: '🚗'.repeat(101), speed: 5 }],

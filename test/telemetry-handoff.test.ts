@@ -37,7 +37,7 @@ describe('hand-off to the planner forwarder', () => {
     ]);
   });
 
-  test("a waiting sample at exactly a later batch's plannerSentUtc stops waiting, though the batch does not repeat it", async () => {
+  test("a waiting sample at exactly a later batch's plannerSentUtc stops waiting, though not repeated", async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
     await post({ installationId, samples: [{ utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }] });
@@ -53,7 +53,7 @@ describe('hand-off to the planner forwarder', () => {
     ]);
   });
 
-  test('the hand-off carries the samples the batch made pending, oldest first, or says it rewrote waiting ones', async () => {
+  test('the hand-off carries the samples the batch made pending, oldest first, or says it rewrote some', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
     const handedOff = async (body: Record<string, unknown>) => {
@@ -92,7 +92,7 @@ describe('hand-off to the planner forwarder', () => {
     }
   });
 
-  test("a batch's first sample is handed off even when the write before it, in another table, left the same rowid", async () => {
+  test("a batch's first sample is handed off even when the write before, in another table, had its rowid", async () => {
     // A fresh database: the consumption write leaves last_insert_rowid at 1, the first sample's rowid is 1 too.
     const recorder = recordingForwarder([INSTALLATION]);
     const fresh = await startTestService({}, { now: () => NOW_MS, forwarder: recorder.forwarder });

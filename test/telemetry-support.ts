@@ -45,7 +45,8 @@ export async function post(body: unknown, token?: string | null) {
 export function rowsOf(installationId: string) {
   return service.storage.db
     .query<Record<string, unknown>, [string]>(
-      'SELECT uuid AS installation_id, samples.* FROM samples JOIN installations ON installations.id = installation WHERE uuid = ? ORDER BY utc',
+      'SELECT uuid AS installation_id, samples.* FROM samples ' +
+        'JOIN installations ON installations.id = installation WHERE uuid = ? ORDER BY utc',
     )
     .all(installationId);
 }

@@ -37,7 +37,8 @@ describe('storing', () => {
     });
     const types = service.storage.db
       .query(
-        `SELECT typeof(utc) AS utc, typeof(soc) AS soc, typeof(is_charging) AS flag, typeof(car_model) AS text, typeof(speed) AS absent
+        `SELECT typeof(utc) AS utc, typeof(soc) AS soc, typeof(is_charging) AS flag, typeof(car_model) AS text,
+           typeof(speed) AS absent
          FROM samples WHERE installation = (SELECT id FROM installations WHERE uuid = ?)`,
       )
       .get(installationId.toLowerCase());
@@ -94,7 +95,7 @@ describe('storing', () => {
     );
   });
 
-  test("a batch whose first sample has only soc stores the later samples' other fields, text included, value for value", async () => {
+  test("a batch whose first sample has only soc stores later samples' other fields exactly, text too", async () => {
     const samples = [
       { utc: UTC, soc: 50 },
       { utc: UTC + 1, soc: 51, speed: 88, is_charging: true, car_model: 'mg:mg4' },
@@ -109,7 +110,7 @@ describe('storing', () => {
     ]);
   });
 
-  test('a re-sent batch whose copies lie inside a later statement: new samples added, copies rewritten, none doubled', async () => {
+  test('re-sent copies inside a later statement: new samples added, copies rewritten, none twice', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
     const batch = (utcs: number[], soc: number) => ({ installationId, samples: utcs.map((utc) => ({ utc, soc })) });
@@ -145,7 +146,10 @@ describe('storing', () => {
       return rest;
     });
 
-  /** A fresh database for the writer's operations, its statements watched: their size as the bound counts it (100 + parameters) and their rows. */
+  /**
+   * A fresh database for the writer's operations, its statements watched: their size as the bound counts
+   * it (100 + parameters) and their rows.
+   */
   async function watchedDatabase() {
     const path = join(tempDir(), 'ev.db');
     await (await openStorage({ databasePath: path, durability: 'fast' })).close();
@@ -186,7 +190,7 @@ describe('storing', () => {
     }
   });
 
-  test('the writer keeps its multi-row inserts within their size bound, finalizing the least recently used', async () => {
+  test('the writer keeps its multi-row inserts within their size bound, finalizing the least recent', async () => {
     const watched = await watchedDatabase();
     const { db, live } = watched;
     try {
@@ -245,9 +249,11 @@ describe('refusing a batch', () => {
     expect(countSamples(service, installationId)).toBe(0);
   });
 
-  test("plannerSentUtc up to a 64-bit integer's largest (a Kotlin Long.MAX_VALUE, 'all sent') is accepted", async () => {
+  test("plannerSentUtc up to the largest 64-bit integer (Kotlin Long.MAX_VALUE, 'all sent') is accepted", async () => {
     const installationId = freshInstallation();
-    const text = `{"installationId":"${installationId}","plannerSentUtc":9223372036854775807,"samples":[{"utc":${UTC},"soc":1}]}`;
+    const text =
+      `{"installationId":"${installationId}","plannerSentUtc":9223372036854775807,` +
+      `"samples":[{"utc":${UTC},"soc":1}]}`;
     const response = await service.request('POST', '/v1/telemetry', { body: text, headers: { 'content-type': 'application/json' } });
     expect([response.status, countSamples(service, installationId)]).toEqual([200, 1]);
   });
