@@ -79,7 +79,7 @@ describe('without a session', () => {
     const page = await getPage(s, '/dashboard/sign-in');
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toBe(
-"default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+      "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     expect(page.headers.get('cache-control')).toBe('no-store');
@@ -309,7 +309,7 @@ describe('pages', () => {
     expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/nope`, cookie)).status).toBe(404);
   });
 
-  test('exports stream the owner service's bytes as attachments; an unknown kind or format is 404', async () => {
+  test('exports stream the owner service’s bytes as attachments; an unknown kind or format is 404', async () => {
     const { s, cookie } = await seededAndSignedIn();
     for (const [kind, format] of [['telemetry', 'csv'], ['telemetry', 'gpx'], ['consumption', 'ndjson'], ['sessions', 'csv']] as const) {
       const response = await getPage(s, `/dashboard/installations/${INSTALLATION}/export/${kind}.${format}`, cookie);

@@ -37,7 +37,7 @@ async function putSession(sessionId: string, startedAt: number, installationId =
 }
 
 describe('samples', () => {
-  test('latest: the newest sample by utc, its stored fields and its batch's time; null without samples', async () => {
+  test('latest: the newest sample by utc, its stored fields and its batch’s time; null without samples', async () => {
     expect(service.samples.latest(INSTALLATION)).toBeNull();
     await postSamples(INSTALLATION, [
       { utc: UTC + 10, soc: 80.5, is_charging: true, car_model: 'ioniq5' },

@@ -186,7 +186,7 @@ test('without forwarding: stored samples are not waiting; the command lists each
   expect(stdout).toBe(`${OTHER_INSTALLATION} ${none}\n${INSTALLATION} ${none}\n`);
 });
 
-test('planner.sent: a first success at once, then at most once a minute, counted; at once after a failure', async () => {
+test('planner.sent: a first success at once, then at most once a minute, counted; at once after failing', async () => {
   let clock = 0;
   let failNext = false;
   const fake = planner(() => (failNext ? ((failNext = false), { status: 503 }) : {}));
