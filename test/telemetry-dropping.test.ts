@@ -102,7 +102,7 @@ describe('dropping values', () => {
     expect(result.rows.length).toBe(stored);
   });
 
-  test('a number past a double's range (1e400) is quoted as the Infinity it parses to, never as null', async () => {
+  test('a number past a double’s range (1e400) is quoted as the Infinity it parses to, never as null', async () => {
     const samples = [`{"utc":${UTC},"soc":1e400,"power":[-1e400],"speed":5}`, '{"utc":1e400,"soc":1}'];
     expect(await post(`{"installationId":"${freshInstallation()}","samples":[${samples.join(',')}]}`)).toEqual({
       status: 200,
