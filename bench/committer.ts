@@ -54,9 +54,10 @@ export async function benchCommitter(): Promise<void> {
   const [full, fast, single] = [median(fulls!), median(fasts!), median(singles!)];
   const runs = (rates: number[]) => `runs ${rates.map((rate) => rate.toFixed(0)).join(', ')}`;
   console.log(`committer alone, ${CALLERS} callers, ten-row writes (median of ${ROUNDS} rotating rounds):`);
-  console.log(`  FULL, grouped            ${full.toFixed(0).padStart(8)} writes/s (target ≥ 15,000; ${runs(fulls!)})`);
-  console.log(`  fast (NORMAL), grouped   ${fast.toFixed(0).padStart(8)} writes/s   FULL/fast ${((full / fast) * 100).toFixed(0)}% (${runs(fasts!)})`);
-  console.log(`  FULL, one per commit     ${single.toFixed(0).padStart(8)} writes/s   grouped/single ${(full / single).toFixed(1)}× (${runs(singles!)})`);
+  const rate = (perSecond: number) => `${perSecond.toFixed(0).padStart(8)} writes/s`;
+  console.log(`  FULL, grouped            ${rate(full)} (target ≥ 15,000; ${runs(fulls!)})`);
+  console.log(`  fast (NORMAL), grouped   ${rate(fast)}   FULL/fast ${((full / fast) * 100).toFixed(0)}% (${runs(fasts!)})`);
+  console.log(`  FULL, one per commit     ${rate(single)}   grouped/single ${(full / single).toFixed(1)}× (${runs(singles!)})`);
 }
 
 if (import.meta.main) await benchCommitter();

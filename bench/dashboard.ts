@@ -65,7 +65,8 @@ const spacing = Math.max(1, Math.floor((YEARS * 365.25 * 86_400) / SAMPLES));
 seedSamples(db, INSTALLATION, SAMPLES, lastUtc, spacing);
 seedSamples(db, IDLE_INSTALLATION, IDLE_SAMPLES, lastUtc - Math.floor(SAMPLES / 2) * spacing, 60);
 closeSeedDatabase(db, databasePath);
-console.log(`# dashboard: seeded ${chunks} chunks (${days} days) and ${SAMPLES} samples in ${((performance.now() - seedStarted) / 1000).toFixed(0)} s`);
+const seedSeconds = (performance.now() - seedStarted) / 1000;
+console.log(`# dashboard: seeded ${chunks} chunks (${days} days) and ${SAMPLES} samples in ${seedSeconds.toFixed(0)} s`);
 
 const service = await startService({ APPROVAL_PASSWORD: PASSWORD }, databasePath);
 try {
@@ -91,8 +92,9 @@ try {
     const result = await paced(url, { perSecond: 50, seconds: SECONDS, headers });
     const cpuPerPage = (await cpuMs(service.process.pid) - cpuBefore) / (50 * SECONDS);
     const inServer = serverMs(service.output().slice(logged));
-    console.log(`installation page (${period} days) at 50/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
-      `max ${result.maxMs.toFixed(2)} ms  failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
+    console.log(`installation page (${period} days) at 50/s: p50 ${result.p50Ms.toFixed(2)} ms  ` +
+      `p99 ${result.p99Ms.toFixed(2)} ms  max ${result.maxMs.toFixed(2)} ms  failed ${result.failed}; ` +
+      `in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
       `p99 ${quantile(inServer, 0.99).toFixed(2)} ms; server CPU ${cpuPerPage.toFixed(2)} ms a page`);
   }
 
@@ -116,7 +118,10 @@ try {
   };
   const ingestWithPage = async (): Promise<LoadResult> => {
     const [result, pages] = await Promise.all([ingest(), paced(page, { perSecond: 10, seconds: SECONDS, headers })]);
-    console.log(`  page at 10/s during ingest: p50 ${pages.p50Ms.toFixed(2)} ms  p99 ${pages.p99Ms.toFixed(2)} ms  failed ${pages.failed}`);
+    console.log(
+      `  page at 10/s during ingest: p50 ${pages.p50Ms.toFixed(2)} ms  ` +
+        `p99 ${pages.p99Ms.toFixed(2)} ms  failed ${pages.failed}`,
+    );
     return result;
   };
   const [alone, withPage] = await alternate(ROUNDS, ingest, ingestWithPage);
@@ -124,7 +129,10 @@ try {
   const ratios = alone.map((run, i) => withPage[i]!.requestsPerSecond / run.requestsPerSecond);
   console.log(`10-sample ingest alone:         ${rates(alone)} batches/s`);
   console.log(`10-sample ingest with the page: ${rates(withPage)} batches/s`);
-  console.log(`ingest kept while the page is read 10×/s: ${(median(ratios) * 100).toFixed(1)}% (rounds ${ratios.map((r) => (r * 100).toFixed(1)).join(', ')}%)`);
+  const percent = (ratio: number) => (ratio * 100).toFixed(1);
+  console.log(
+    `ingest kept while the page is read 10×/s: ${percent(median(ratios))}% (rounds ${ratios.map(percent).join(', ')}%)`,
+  );
 } finally {
   await service.stop();
 }

@@ -84,7 +84,8 @@ async function checksInProcess(): Promise<void> {
       async () => microsPerParse(compiled),
     );
     console.log(
-      `in-process ${name}: field by field ${median(beforeRuns).toFixed(3)} µs, compiled ${median(compiledRuns).toFixed(3)} µs a body`,
+      `in-process ${name}: field by field ${median(beforeRuns).toFixed(3)} µs, ` +
+        `compiled ${median(compiledRuns).toFixed(3)} µs a body`,
     );
   }
 }

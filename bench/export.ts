@@ -148,7 +148,8 @@ if (import.meta.main) {
   seed(seeded, SAMPLES);
   const seedSeconds = (performance.now() - seedStarted) / 1000;
   console.log(
-    `# export: ${fmt(SAMPLES)} samples seeded in ${fmt(seedSeconds, 1)} s; ${SECONDS} s per ingest run, ${ROUNDS} rounds`,
+    `# export: ${fmt(SAMPLES)} samples seeded in ${fmt(seedSeconds, 1)} s; ` +
+      `${SECONDS} s per ingest run, ${ROUNDS} rounds`,
   );
   const results: Record<string, unknown> = { samples: SAMPLES, seconds: SECONDS, rounds: ROUNDS };
   try {
@@ -171,7 +172,8 @@ if (import.meta.main) {
       results.ingestDuringExport = during;
       const ratios = roundRatios(during!, alone!);
       console.log(
-        `10-sample ingest alone ${fmt(median(rates(alone!)))} batches/s, during exports ${fmt(median(rates(during!)))}: ` +
+        `10-sample ingest alone ${fmt(median(rates(alone!)))} batches/s, ` +
+          `during exports ${fmt(median(rates(during!)))}: ` +
           `ratio ${fmt(median(ratios), 2)} (rounds ${ratios.map((r) => fmt(r, 2)).join(', ')})`,
       );
     } finally {
@@ -211,7 +213,8 @@ if (import.meta.main) {
     const ratios = roundRatios(deleting!, kept!);
     console.log(
       `10-sample ingest without retention ${fmt(median(rates(kept!)))} batches/s, while it deletes the backlog ` +
-        `${fmt(median(rates(deleting!)))}: ratio ${fmt(median(ratios), 2)} (rounds ${ratios.map((r) => fmt(r, 2)).join(', ')})`,
+        `${fmt(median(rates(deleting!)))}: ` +
+        `ratio ${fmt(median(ratios), 2)} (rounds ${ratios.map((r) => fmt(r, 2)).join(', ')})`,
     );
     mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
     const resultPath = join(

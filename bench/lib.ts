@@ -301,4 +301,5 @@ end
 /** Chunks of today's driving of `installationId`, each at a new recordedAt. */
 export const chunkPutScript = (installationId: string) =>
   putScript(`return wrk.format(nil, nil, nil, string.format('{"installationId":"${installationId}",' ..
-    '"recordedAt":%d,"date":"2026-01-02","day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', k))`);
+    '"recordedAt":%d,"date":"2026-01-02",' ..
+    '"day":{"km":1.5,"kwh":0.25,"hours":0.03,"socDrop":0.4},"sohPercent":97.5}', k))`);

@@ -118,7 +118,8 @@ async function addedWork(): Promise<void> {
   );
   const added = median(hookedRuns.map((micros, round) => micros - bareRuns[round]!));
   console.log(
-    `in-process: bare ${median(bareRuns).toFixed(2)} µs a request, with peer and hook ${median(hookedRuns).toFixed(2)} µs: ` +
+    `in-process: bare ${median(bareRuns).toFixed(2)} µs a request, ` +
+      `with peer and hook ${median(hookedRuns).toFixed(2)} µs: ` +
       `${added.toFixed(2)} µs added (server.requestIP itself not included)`,
   );
 }
@@ -126,7 +127,8 @@ async function addedWork(): Promise<void> {
 if (import.meta.main) {
   const { commit, before, after, stop } = await startBaseAndThis(BASE);
   console.log(
-    `# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
+    `# strangers: ${BATCH_SIZE}-sample telemetry, ${BASE} vs this checkout, ` +
+      `${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`,
   );
   try {
     const [baseRuns, ourRuns] = await alternate(
@@ -139,14 +141,16 @@ if (import.meta.main) {
       const { p50Ms, p99Ms } = medianRun(runs);
       const rates = runs.map((run) => Math.round(run.requestsPerSecond)).join(', ');
       console.log(
-        `${name.padEnd(10)} median ${Math.round(median(runs.map((run) => run.requestsPerSecond)))} batches/s (${rates}); p50 ${p50Ms} ms, p99 ${p99Ms} ms`,
+        `${name.padEnd(10)} median ${Math.round(median(runs.map((run) => run.requestsPerSecond)))} batches/s ` +
+          `(${rates}); p50 ${p50Ms} ms, p99 ${p99Ms} ms`,
       );
     };
     line(BASE, baseRuns);
     line('this', ourRuns);
     const ratio = median(ratios);
     console.log(
-      `this vs ${BASE}: ${(ratio * 100).toFixed(1)} % (each round: ${ratios.map((value) => (value * 100).toFixed(1)).join(', ')})`,
+      `this vs ${BASE}: ${(ratio * 100).toFixed(1)} % ` +
+        `(each round: ${ratios.map((value) => (value * 100).toFixed(1)).join(', ')})`,
     );
     mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
     const resultPath = join(

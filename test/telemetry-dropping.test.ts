@@ -40,7 +40,7 @@ describe('dropping values', () => {
     [
       'a string of exactly 40 characters, quoted whole; of 41, cut',
       [{ utc: UTC, soc: 'v'.repeat(40), power: 'w'.repeat(41), speed: 5 }],
-      [`samples[0].soc: "${'v'.repeat(40)}" is not a number`, `samples[0].power: "${'w'.repeat(40)}"… is not a number`],
+      [`samples[0].soc: "${'v'.repeat(40)}" is not a number`, `samples[0].power: "${'w'.repeat(40)}"\u2026 is not a number`],
       1,
     ],
     [
