@@ -131,7 +131,8 @@ try {
   console.log(`10-sample ingest with the page: ${rates(withPage)} batches/s`);
   const percent = (ratio: number) => (ratio * 100).toFixed(1);
   console.log(
-    `ingest kept while the page is read 10×/s: ${percent(median(ratios))}% (rounds ${ratios.map(percent).join(', ')}%)`,
+    `ingest kept while the page is read 10×/s: ${percent(median(ratios))}% ` +
+      `(rounds ${ratios.map(percent).join(', ')}%)`,
   );
 } finally {
   await service.stop();
