@@ -435,8 +435,8 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
 
   /** Sends a raw HTTP/1.1 request with a small JSON body and splits what came back. */
   async function sendWithHost(method: string, path: string, host: string) {
-    const head =
-      `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\n` + 'Content-Type: application/json\r\nContent-Length: 2\r\n';
+    const headLines = [`${method} ${path} HTTP/1.1`, `Host: ${host}`, 'Content-Type: application/json', 'Content-Length: 2', ''];
+    const head = headLines.join('\r\n');
     // The deadline ends a connection kept open: a missing `Connection: close` fails as a diff, not a timeout.
     return parsedReply(await rawRequest(Number(running.url.port), `${head}\r\n{}`, 3_000));
   }

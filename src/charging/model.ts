@@ -49,12 +49,11 @@ export interface ChargingSession extends OptionalNumbers {
 
 /** 1 to `limits.sessionIdMaxChars` characters of `A-Z a-z 0-9 . _ -`, a letter or digit first (the app sends UUIDs). */
 const SESSION_ID = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${limits.sessionIdMaxChars - 1}}$`);
-const SESSION_ID_RULE =
-  `1..${limits.sessionIdMaxChars} characters of A-Z a-z 0-9 . _ - ` + 'starting with a letter or digit';
+const ID_RULE = `1..${limits.sessionIdMaxChars} characters of A-Z a-z 0-9 . _ - starting with a letter or digit`;
 
 export function parseSessionId(value: string): string {
   if (!SESSION_ID.test(value)) {
-    invalid('sessionId', `must be ${SESSION_ID_RULE}`);
+    invalid('sessionId', `must be ${ID_RULE}`);
   }
   return value;
 }
@@ -173,7 +172,7 @@ export const chargingApi: ApiOperation[] = [
     answers: {
       204: { description: 'Stored.' },
       ...ingestErrors([
-        `sessionId must be ${SESSION_ID_RULE}`,
+        `sessionId must be ${ID_RULE}`,
         'sessionId does not match path',
         'installationId must be a UUID',
         'energyKwh is out of range 0..1000',
