@@ -23,11 +23,17 @@ export function Layout({ title, formToken, children }: { title: string; formToke
       </PageHead>
       <body>
         <header>
-          <a class="brand" href={DASHBOARD_PATH}>ev-ingest</a>
-          {formToken === undefined ? '' : (
+          <a class="brand" href={DASHBOARD_PATH}>
+            ev-ingest
+          </a>
+          {formToken === undefined ? (
+            ''
+          ) : (
             <form method="post" action={SIGN_OUT_PATH}>
               <FormToken token={formToken} />
-              <button type="submit" class="plain">Sign out</button>
+              <button type="submit" class="plain">
+                Sign out
+              </button>
             </form>
           )}
         </header>
@@ -39,7 +45,13 @@ export function Layout({ title, formToken, children }: { title: string; formToke
 
 /** A notice the page leads with (a refusal, a lockout), announced to screen readers. */
 export function Notice({ text }: { text: string | undefined }) {
-  return text === undefined ? '' : <p class="notice" role="alert" safe>{text}</p>;
+  return text === undefined ? (
+    ''
+  ) : (
+    <p class="notice" role="alert" safe>
+      {text}
+    </p>
+  );
 }
 
 /**
@@ -47,5 +59,9 @@ export function Notice({ text }: { text: string | undefined }) {
  * and named, so a keyboard can scroll it too.
  */
 export function ScrollBox({ label, long = false, children }: { label: string; long?: boolean; children: Children }) {
-  return <div class={long ? 'scroll long' : 'scroll'} tabindex="0" role="region" aria-label={label}>{children}</div>;
+  return (
+    <section class={long ? 'scroll long' : 'scroll'} tabindex="0" aria-label={label}>
+      {children}
+    </section>
+  );
 }

@@ -51,7 +51,8 @@ function bodyParams(contentType: string | null, body: Uint8Array): Record<string
   return value;
 }
 
-const isJson = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/json';
+const isJson = (contentType: string | null) =>
+  (contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
 
 const stringOrNull = (value: unknown) => (typeof value === 'string' && value !== '' ? value : null);
 
