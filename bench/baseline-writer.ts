@@ -9,11 +9,23 @@ import { Database } from 'bun:sqlite';
 
 declare const self: Worker;
 
-const COLUMNS = ['soc', 'power', 'speed', 'lat', 'lon', 'elevation', 'is_charging', 'ext_temp', 'batt_temp', 'odometer'];
+const COLUMNS = [
+  'soc',
+  'power',
+  'speed',
+  'lat',
+  'lon',
+  'elevation',
+  'is_charging',
+  'ext_temp',
+  'batt_temp',
+  'odometer',
+];
 let db: Database;
 let insert: ReturnType<Database['query']>;
 const installations = new Map<string, number>();
-const numberOf = (installationId: string) => installations.get(installationId) ?? installations.set(installationId, installations.size + 1).size;
+const numberOf = (installationId: string) =>
+  installations.get(installationId) ?? installations.set(installationId, installations.size + 1).size;
 
 interface Batch {
   installationId: string;

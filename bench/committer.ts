@@ -56,8 +56,12 @@ export async function benchCommitter(): Promise<void> {
   console.log(`committer alone, ${CALLERS} callers, ten-row writes (median of ${ROUNDS} rotating rounds):`);
   const rate = (perSecond: number) => `${perSecond.toFixed(0).padStart(8)} writes/s`;
   console.log(`  FULL, grouped            ${rate(full)} (target ≥ 15,000; ${runs(fulls!)})`);
-  console.log(`  fast (NORMAL), grouped   ${rate(fast)}   FULL/fast ${((full / fast) * 100).toFixed(0)}% (${runs(fasts!)})`);
-  console.log(`  FULL, one per commit     ${rate(single)}   grouped/single ${(full / single).toFixed(1)}× (${runs(singles!)})`);
+  console.log(
+    `  fast (NORMAL), grouped   ${rate(fast)}   FULL/fast ${((full / fast) * 100).toFixed(0)}% (${runs(fasts!)})`,
+  );
+  console.log(
+    `  FULL, one per commit     ${rate(single)}   grouped/single ${(full / single).toFixed(1)}× (${runs(singles!)})`,
+  );
 }
 
 if (import.meta.main) await benchCommitter();

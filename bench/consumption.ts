@@ -37,7 +37,12 @@ const PACE = 200;
 /** The database of a car that has uploaded chunks for YEARS. */
 function seed(path: string): { chunks: number; days: number } {
   const db = openSeedDatabase(path);
-  const seeded = seedChunks(db, { installationId: INSTALLATION, years: YEARS, chunksPerDay: CHUNKS_PER_DAY, firstDay: FIRST_DAY });
+  const seeded = seedChunks(db, {
+    installationId: INSTALLATION,
+    years: YEARS,
+    chunksPerDay: CHUNKS_PER_DAY,
+    firstDay: FIRST_DAY,
+  });
   closeSeedDatabase(db, path);
   return seeded;
 }
@@ -63,7 +68,12 @@ async function uncachedMs(service: Service, historyUrl: URL): Promise<number> {
     await fetch(new URL('/v1/consumption/daily', service.url), {
       method: 'PUT',
       headers: { ...AUTHORIZATION, 'content-type': 'application/json' },
-      body: JSON.stringify({ installationId: INSTALLATION, recordedAt: 1767225600000 + i, date: '2026-01-01', day: { km: 1, kwh: 0.2, hours: 0.03, socDrop: 0.3 } }),
+      body: JSON.stringify({
+        installationId: INSTALLATION,
+        recordedAt: 1767225600000 + i,
+        date: '2026-01-01',
+        day: { km: 1, kwh: 0.2, hours: 0.03, socDrop: 0.3 },
+      }),
     });
     const started = performance.now();
     await (await fetch(historyUrl, { headers: AUTHORIZATION })).arrayBuffer();
@@ -90,7 +100,10 @@ if (import.meta.main) {
     const uncached = (await uncachedMs(service, historyUrl)).toFixed(2);
     console.log(`history, first read after a chunk write (not cached): median ${uncached} ms`);
 
-    for (const [name, url] of [['history', historyUrl], ['health (reference)', healthUrl]] as const) {
+    for (const [name, url] of [
+      ['history', historyUrl],
+      ['health (reference)', healthUrl],
+    ] as const) {
       const pace = await paced(url, { perSecond: PACE, seconds: SECONDS });
       console.log(
         `${name} at a paced ${PACE} requests/s for ${SECONDS} s: p50 ${pace.p50Ms.toFixed(2)} ms, ` +
@@ -101,16 +114,25 @@ if (import.meta.main) {
     const health = await wrk(healthUrl, { seconds: SECONDS });
     const history = await wrk(historyUrl, { seconds: SECONDS, script: LUA_AUTHORIZATION });
     const puts = await wrk(new URL('/v1/consumption/daily', service.url), { seconds: SECONDS, script: chunkPuts });
-    const snapshots = await wrk(new URL('/v1/consumption/daily', service.url), { seconds: SECONDS, script: snapshotPuts });
-    const sessions = await wrk(new URL('/v1/charging-sessions/x', service.url), { seconds: SECONDS, script: sessionPuts });
+    const snapshots = await wrk(new URL('/v1/consumption/daily', service.url), {
+      seconds: SECONDS,
+      script: snapshotPuts,
+    });
+    const sessions = await wrk(new URL('/v1/charging-sessions/x', service.url), {
+      seconds: SECONDS,
+      script: sessionPuts,
+    });
     console.log(formatLoad('GET /v1/health (reference), 32 connections', health));
     console.log(formatLoad('GET history, 32 connections (target ≥ 1000/s)', history));
     console.log(formatLoad('PUT chunk, 32 connections (target ≥ 5000/s)', puts));
     console.log(formatLoad('PUT snapshot of an earlier day (app 2.2.39), 32 connections', snapshots));
     console.log(formatLoad('PUT charging session (reference write)', sessions));
-    const ratio = (a: LoadResult, b: LoadResult) => `${((a.requestsPerSecond / b.requestsPerSecond) * 100).toFixed(0)}%`;
-    console.log(`  history / health: ${ratio(history, health)}, PUT chunk / PUT session: ${ratio(puts, sessions)}, ` +
-      `PUT snapshot / PUT session: ${ratio(snapshots, sessions)}`);
+    const ratio = (a: LoadResult, b: LoadResult) =>
+      `${((a.requestsPerSecond / b.requestsPerSecond) * 100).toFixed(0)}%`;
+    console.log(
+      `  history / health: ${ratio(history, health)}, PUT chunk / PUT session: ${ratio(puts, sessions)}, ` +
+        `PUT snapshot / PUT session: ${ratio(snapshots, sessions)}`,
+    );
   } finally {
     await service.stop();
   }

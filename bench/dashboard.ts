@@ -60,13 +60,20 @@ const db = openSeedDatabase(databasePath);
 const lastUtc = Math.floor(Date.now() / 1000) - 60;
 // The years end today, so the page's 30, 90 and 365 days are full.
 const firstDay = Math.floor(Date.now() / DAY_MS) * DAY_MS - Math.round(YEARS * 365.25 - 1) * DAY_MS;
-const { chunks, days } = seedChunks(db, { installationId: INSTALLATION, years: YEARS, chunksPerDay: CHUNKS_PER_DAY, firstDay });
+const { chunks, days } = seedChunks(db, {
+  installationId: INSTALLATION,
+  years: YEARS,
+  chunksPerDay: CHUNKS_PER_DAY,
+  firstDay,
+});
 const spacing = Math.max(1, Math.floor((YEARS * 365.25 * 86_400) / SAMPLES));
 seedSamples(db, INSTALLATION, SAMPLES, lastUtc, spacing);
 seedSamples(db, IDLE_INSTALLATION, IDLE_SAMPLES, lastUtc - Math.floor(SAMPLES / 2) * spacing, 60);
 closeSeedDatabase(db, databasePath);
 const seedSeconds = (performance.now() - seedStarted) / 1000;
-console.log(`# dashboard: seeded ${chunks} chunks (${days} days) and ${SAMPLES} samples in ${seedSeconds.toFixed(0)} s`);
+console.log(
+  `# dashboard: seeded ${chunks} chunks (${days} days) and ${SAMPLES} samples in ${seedSeconds.toFixed(0)} s`,
+);
 
 const service = await startService({ APPROVAL_PASSWORD: PASSWORD }, databasePath);
 try {
@@ -90,31 +97,43 @@ try {
     const logged = service.output().length;
     const cpuBefore = await cpuMs(service.process.pid);
     const result = await paced(url, { perSecond: 50, seconds: SECONDS, headers });
-    const cpuPerPage = (await cpuMs(service.process.pid) - cpuBefore) / (50 * SECONDS);
+    const cpuPerPage = ((await cpuMs(service.process.pid)) - cpuBefore) / (50 * SECONDS);
     const inServer = serverMs(service.output().slice(logged));
-    console.log(`installation page (${period} days) at 50/s: p50 ${result.p50Ms.toFixed(2)} ms  ` +
-      `p99 ${result.p99Ms.toFixed(2)} ms  max ${result.maxMs.toFixed(2)} ms  failed ${result.failed}; ` +
-      `in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
-      `p99 ${quantile(inServer, 0.99).toFixed(2)} ms; server CPU ${cpuPerPage.toFixed(2)} ms a page`);
+    console.log(
+      `installation page (${period} days) at 50/s: p50 ${result.p50Ms.toFixed(2)} ms  ` +
+        `p99 ${result.p99Ms.toFixed(2)} ms  max ${result.maxMs.toFixed(2)} ms  failed ${result.failed}; ` +
+        `in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
+        `p99 ${quantile(inServer, 0.99).toFixed(2)} ms; server CPU ${cpuPerPage.toFixed(2)} ms a page`,
+    );
   }
 
   for (const [label, url, path] of [
-    ['idle installation page', new URL(`/dashboard/installations/${IDLE_INSTALLATION}`, service.url),
-      new RegExp(IDLE_INSTALLATION)],
+    [
+      'idle installation page',
+      new URL(`/dashboard/installations/${IDLE_INSTALLATION}`, service.url),
+      new RegExp(IDLE_INSTALLATION),
+    ],
     ['installations page', new URL('/dashboard', service.url), /\/dashboard/],
   ] as const) {
     const logged = service.output().length;
     const result = await paced(url, { perSecond: 5, seconds: SECONDS, headers });
     const inServer = serverMs(service.output().slice(logged), path);
-    console.log(`${label} at 5/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
-      `failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
-      `p99 ${quantile(inServer, 0.99).toFixed(2)} ms`);
+    console.log(
+      `${label} at 5/s: p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  ` +
+        `failed ${result.failed}; in the server p50 ${quantile(inServer, 0.5).toFixed(2)} ms  ` +
+        `p99 ${quantile(inServer, 0.99).toFixed(2)} ms`,
+    );
   }
 
   let runId = 0;
   const ingest = (): Promise<LoadResult> => {
     runId += 1;
-    return wrk(new URL('/v1/telemetry', service.url), { connections: 32, seconds: SECONDS, script: SCRIPT, args: ['10', String(runId)] });
+    return wrk(new URL('/v1/telemetry', service.url), {
+      connections: 32,
+      seconds: SECONDS,
+      script: SCRIPT,
+      args: ['10', String(runId)],
+    });
   };
   const ingestWithPage = async (): Promise<LoadResult> => {
     const [result, pages] = await Promise.all([ingest(), paced(page, { perSecond: 10, seconds: SECONDS, headers })]);

@@ -60,7 +60,9 @@ if (import.meta.main) {
   await buildBinary();
   const modes = Object.keys(MODES) as Mode[];
   const services = await Promise.all(modes.map((mode) => startService({ ...MODES[mode] })));
-  console.log(`# durability: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds of each mode, rotating`);
+  console.log(
+    `# durability: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds of each mode, rotating`,
+  );
   try {
     const results = {} as Record<Load, Record<Mode, LoadResult[]>>;
     const summary = {} as Record<Load, Record<Mode, LoadResult> & { fullOverFast: number; fullOverOne: number }>;
@@ -69,8 +71,14 @@ if (import.meta.main) {
         ROUNDS,
         modes.map((mode, index) => () => load(services[index]!, name, mode)),
       );
-      results[name] = Object.fromEntries(modes.map((mode, index) => [mode, runs[index]!])) as Record<Mode, LoadResult[]>;
-      const median = Object.fromEntries(modes.map((mode, index) => [mode, medianRun(runs[index]!)])) as Record<Mode, LoadResult>;
+      results[name] = Object.fromEntries(modes.map((mode, index) => [mode, runs[index]!])) as Record<
+        Mode,
+        LoadResult[]
+      >;
+      const median = Object.fromEntries(modes.map((mode, index) => [mode, medianRun(runs[index]!)])) as Record<
+        Mode,
+        LoadResult
+      >;
       const fullOverFast = median.full.requestsPerSecond / median.fast.requestsPerSecond;
       const fullOverOne = median.full.requestsPerSecond / median['one per request'].requestsPerSecond;
       summary[name] = { ...median, fullOverFast, fullOverOne };
@@ -84,7 +92,11 @@ if (import.meta.main) {
     }
 
     mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
-    const resultPath = join(import.meta.dir, 'results', `durability-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    const resultPath = join(
+      import.meta.dir,
+      'results',
+      `durability-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+    );
     const settings = { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS };
     writeFileSync(resultPath, JSON.stringify({ ...settings, summary, results }, null, 2));
     console.log(`\nraw figures: ${resultPath}`);

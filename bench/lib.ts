@@ -17,7 +17,8 @@ export function knob(name: string, fallback: number): number {
   const text = process.env[name];
   if (text === undefined || text === '') return fallback;
   const value = Number(text);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number ≥ 0, not ${JSON.stringify(text)}`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`${name} must be a number ≥ 0, not ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -68,7 +69,10 @@ export interface Baseline {
  */
 export async function startBaseline(databasePath?: string): Promise<Baseline> {
   const args = databasePath ? [databasePath] : [];
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'baseline-server.ts'), ...args], { stdout: 'pipe', stderr: 'inherit' });
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'baseline-server.ts'), ...args], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
   const reader = child.stdout.getReader();
   let text = '';
   while (!/address=(\S+)/.test(text)) {
@@ -117,10 +121,7 @@ let telemetryRuns = 0;
  * Loads `POST /v1/telemetry` of the service at `url` with wrk and bench/telemetry.lua: batches of new
  * (installation, utc) keys, each run its own, so that every request stores rows. Says when some failed.
  */
-export async function telemetryLoad(
-  url: URL,
-  { connections, seconds, batchSize }: TelemetryLoad,
-): Promise<LoadResult> {
+export async function telemetryLoad(url: URL, { connections, seconds, batchSize }: TelemetryLoad): Promise<LoadResult> {
   telemetryRuns += 1;
   const result = await wrk(new URL('/v1/telemetry', url), {
     connections,
@@ -206,7 +207,11 @@ export interface PacedResult {
  */
 export async function paced(
   url: URL,
-  { perSecond, seconds, headers = AUTHORIZATION }: { perSecond: number; seconds: number; headers?: Record<string, string> },
+  {
+    perSecond,
+    seconds,
+    headers = AUTHORIZATION,
+  }: { perSecond: number; seconds: number; headers?: Record<string, string> },
 ): Promise<PacedResult> {
   const latencies: number[] = [];
   let failed = 0;
@@ -274,7 +279,9 @@ export function medianRun(results: LoadResult[]): LoadResult {
 export function formatLoad(name: string, result: LoadResult): string {
   return `${name.padEnd(46)} ${result.requestsPerSecond.toFixed(0).padStart(8)} req/s   p50 ${result.p50Ms
     .toFixed(2)
-    .padStart(6)} ms   p99 ${result.p99Ms.toFixed(2).padStart(6)} ms${result.non2xx ? `   non-2xx ${result.non2xx}` : ''}${
+    .padStart(
+      6,
+    )} ms   p99 ${result.p99Ms.toFixed(2).padStart(6)} ms${result.non2xx ? `   non-2xx ${result.non2xx}` : ''}${
     result.errors ? `   socket errors ${result.errors}` : ''
   }`;
 }

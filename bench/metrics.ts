@@ -10,15 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { routePatterns } from '../src/metrics/route-patterns.ts';
 import { Metrics } from '../src/metrics/service.ts';
-import {
-  alternate,
-  buildBinary,
-  knob,
-  median,
-  medianRun,
-  startService,
-  telemetryLoad,
-} from './lib.ts';
+import { alternate, buildBinary, knob, median, medianRun, startService, telemetryLoad } from './lib.ts';
 
 const CONNECTIONS = 32;
 const BATCH_SIZE = 10;

@@ -161,7 +161,6 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-
 async function main(): Promise<number> {
   await buildBinary();
   const planner = startCountingPlanner();
@@ -181,12 +180,16 @@ async function main(): Promise<number> {
   const off = median(rounds.filter((r) => !r.forwarding).map((r) => r.rate));
   const on = median(rounds.filter((r) => r.forwarding).map((r) => r.rate));
   // Each on-round against the off-round of its pair: the machine is shared, its load drifts.
-  const pairs = rounds.flatMap((r, i) => (i % 2 === 0 ? [] : [r.forwarding ? r.rate / rounds[i - 1]!.rate : rounds[i - 1]!.rate / r.rate]));
+  const pairs = rounds.flatMap((r, i) =>
+    i % 2 === 0 ? [] : [r.forwarding ? r.rate / rounds[i - 1]!.rate : rounds[i - 1]!.rate / r.rate],
+  );
   // The server's CPU for forwarding: an on-round's CPU less what its requests cost in the off-rounds.
   const requestsOf = (r: Round) => r.rate * SECONDS + FLEET * SECONDS;
   const ingestCpu = median(rounds.filter((r) => !r.forwarding).map((r) => r.serverCpu / requestsOf(r)));
   const forwardCpu = median(
-    rounds.filter((r) => r.forwarding).map((r) => (r.serverCpu - ingestCpu * requestsOf(r)) / (FLEET * BATCH * SECONDS)),
+    rounds
+      .filter((r) => r.forwarding)
+      .map((r) => (r.serverCpu - ingestCpu * requestsOf(r)) / (FLEET * BATCH * SECONDS)),
   );
   const exact = rounds.every(
     (r) => r.fleetErrors === 0 && (!r.delivered || (r.delivered.duplicates === 0 && r.delivered.missing === 0)),
@@ -196,12 +199,16 @@ async function main(): Promise<number> {
       `fleet ${FLEET} installations x ${BATCH} samples/s forwarded`,
   );
   console.log(`  max ingest, forwarding off: ${off.toFixed(0)} req/s (median)`);
-  console.log(`  max ingest, forwarding on:  ${on.toFixed(0)} req/s (median), ratio of medians ${(on / off).toFixed(3)}`);
-  console.log(`  on/off per pair: ${pairs.map((ratio) => ratio.toFixed(2)).join(' ')}; median ${median(pairs).toFixed(3)}`);
+  console.log(
+    `  max ingest, forwarding on:  ${on.toFixed(0)} req/s (median), ratio of medians ${(on / off).toFixed(3)}`,
+  );
+  console.log(
+    `  on/off per pair: ${pairs.map((ratio) => ratio.toFixed(2)).join(' ')}; median ${median(pairs).toFixed(3)}`,
+  );
   console.log(
     `  server CPU: ${(ingestCpu * 1e6).toFixed(0)} µs per ingest request; ` +
       `forwarding ${(forwardCpu * 1e6).toFixed(0)} µs per sample ` +
-      `(${((forwardCpu * FLEET * BATCH) * 100).toFixed(0)}% of one core at ${FLEET * BATCH} samples/s)`,
+      `(${(forwardCpu * FLEET * BATCH * 100).toFixed(0)}% of one core at ${FLEET * BATCH} samples/s)`,
   );
   console.log(`  every fleet sample at the planner exactly once: ${exact ? 'yes' : 'NO'}`);
   return exact ? 0 : 1;

@@ -11,7 +11,18 @@
  * default 3).
  */
 import { Database } from 'bun:sqlite';
-import { alternate, BINARY, buildBinary, formatLoad, knob, median, medianRun, startService, wrk, type LoadResult } from './lib.ts';
+import {
+  alternate,
+  BINARY,
+  buildBinary,
+  formatLoad,
+  knob,
+  median,
+  medianRun,
+  startService,
+  wrk,
+  type LoadResult,
+} from './lib.ts';
 
 const SECONDS = knob('BENCH_SECONDS', 8);
 const ROUNDS = knob('BENCH_ROUNDS', 3);
@@ -91,14 +102,24 @@ if (import.meta.main) {
     const load = async (kind: 'relay' | 'batch'): Promise<Measured> => {
       runId += 1;
       const cpuBefore = await cpuSeconds(service.process.pid);
-      const result = await wrk(service.url, { connections: CONNECTIONS, seconds: SECONDS, script: script(kind, tokens), args: [String(runId)] });
+      const result = await wrk(service.url, {
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        script: script(kind, tokens),
+        args: [String(runId)],
+      });
       const cpuUs = ((await cpuSeconds(service.process.pid)) - cpuBefore) * 1e6;
-      if (result.non2xx > 0 || result.errors > 0) console.log(`  warning: ${kind}: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
+      if (result.non2xx > 0 || result.errors > 0)
+        console.log(`  warning: ${kind}: ${result.non2xx} non-2xx, ${result.errors} socket errors`);
       return { ...result, cpuUsPerRequest: cpuUs / result.requests };
     };
     const loadavg = (await Bun.file('/proc/loadavg').text()).trim();
     console.log(`# relay: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, load ${loadavg}`);
-    const [relay, batch] = await alternate(ROUNDS, () => load('relay'), () => load('batch'));
+    const [relay, batch] = await alternate(
+      ROUNDS,
+      () => load('relay'),
+      () => load('batch'),
+    );
     const ratios = relay.map((run, round) => run.requestsPerSecond / batch[round]!.requestsPerSecond);
     console.log(formatLoad('POST /abrp/1/tlm/send, form body (median run)', medianRun(relay)));
     console.log(formatLoad('POST /v1/telemetry, 1-sample batch (median run)', medianRun(batch)));

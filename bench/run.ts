@@ -5,7 +5,19 @@
 import { join } from 'node:path';
 import { buildBinary } from './lib.ts';
 
-const BENCHMARKS = ['foundation', 'telemetry', 'consumption', 'planner', 'durability', 'relay', 'metrics', 'strangers', 'export', 'dashboard', 'design'];
+const BENCHMARKS = [
+  'foundation',
+  'telemetry',
+  'consumption',
+  'planner',
+  'durability',
+  'relay',
+  'metrics',
+  'strangers',
+  'export',
+  'dashboard',
+  'design',
+];
 
 await buildBinary();
 let failed = 0;

@@ -35,7 +35,10 @@ export interface ChunkSeed {
 }
 
 /** Writes the chunks, their day sums and the lifetime sums as the service would have, in big transactions. */
-export function seedChunks(db: Database, { installationId, years, chunksPerDay, firstDay }: ChunkSeed): { chunks: number; days: number } {
+export function seedChunks(
+  db: Database,
+  { installationId, years, chunksPerDay, firstDay }: ChunkSeed,
+): { chunks: number; days: number } {
   const insertChunk = db.query(
     `INSERT INTO consumption_chunks (installation_id, recorded_at, date, km, kwh, hours, soc_drop, soh_percent)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -55,11 +58,30 @@ export function seedChunks(db: Database, { installationId, years, chunksPerDay, 
     for (let n = 0; n < chunksPerDay; n += 1) {
       const values: DayValues = { km: 1 + (n % 7) * 0.25, kwh: 0.18 + (n % 5) * 0.01, hours: 1 / 30, socDrop: 0.3 };
       soh = n % 10 === 0 ? 100 - dayIndex / 365 : soh;
-      insertChunk.run(installationId, start + n * spacing, date, values.km, values.kwh, values.hours, values.socDrop, n % 10 === 0 ? soh : null);
+      insertChunk.run(
+        installationId,
+        start + n * spacing,
+        date,
+        values.km,
+        values.kwh,
+        values.hours,
+        values.socDrop,
+        n % 10 === 0 ? soh : null,
+      );
       sums = plus(sums, totalsOf(values));
     }
     const stored = toStored(sums);
-    insertDay.run(installationId, date, chunksPerDay, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits, soh);
+    insertDay.run(
+      installationId,
+      date,
+      chunksPerDay,
+      stored.km,
+      stored.kwh,
+      stored.hours,
+      stored.socDrop,
+      stored.unitBits,
+      soh,
+    );
     lifetime = plus(lifetime, sums);
   });
   for (let day = 0; day < days; day += 1) seedDay(day);
@@ -67,9 +89,7 @@ export function seedChunks(db: Database, { installationId, years, chunksPerDay, 
   db.query(
     'INSERT INTO consumption_lifetimes (installation_id, km, kwh, hours, soc_drop, unit_bits) ' +
       'VALUES (?, ?, ?, ?, ?, ?)',
-  ).run(
-    installationId, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits,
-  );
+  ).run(installationId, stored.km, stored.kwh, stored.hours, stored.socDrop, stored.unitBits);
   return { chunks: days * chunksPerDay, days };
 }
 
@@ -77,13 +97,25 @@ export function seedChunks(db: Database, { installationId, years, chunksPerDay, 
  * Writes `count` samples of one installation, `spacing` seconds apart up to `lastUtc`, in one statement
  * (SQLite generates the rows, oldest first, as they arrived), and records its newest `utc` as the service does.
  */
-export function seedSamples(db: Database, installationId: string, count: number, lastUtc: number, spacing: number): void {
-  const id = db.query<{ id: number }, [string]>('INSERT INTO installations (uuid) VALUES (?) RETURNING id').get(installationId)!.id;
+export function seedSamples(
+  db: Database,
+  installationId: string,
+  count: number,
+  lastUtc: number,
+  spacing: number,
+): void {
+  const id = db
+    .query<{ id: number }, [string]>('INSERT INTO installations (uuid) VALUES (?) RETURNING id')
+    .get(installationId)!.id;
   db.query(
     `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
      INSERT INTO samples (installation, utc, soc, power, speed, lat, lon, is_charging)
      SELECT ?, ? + i * ?, 20 + i % 80, (i % 100) - 30.0, i % 130,
             52.5 + (i % 1000) / 10000.0, 13.4 + (i % 997) / 10000.0, 0 FROM n`,
   ).run(count - 1, id, lastUtc - (count - 1) * spacing, spacing);
-  db.query('UPDATE installations SET latest_utc = ?, latest_received_at = ? WHERE id = ?').run(lastUtc, lastUtc * 1000, id);
+  db.query('UPDATE installations SET latest_utc = ?, latest_received_at = ? WHERE id = ?').run(
+    lastUtc,
+    lastUtc * 1000,
+    id,
+  );
 }

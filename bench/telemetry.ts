@@ -77,7 +77,13 @@ interface SideSummary {
 function sideSummary(runs: LoadResult[], service: LoadResult[]): SideSummary {
   const { p50Ms, p99Ms } = medianRun(runs);
   const roundRatios = runs.map((run, round) => service[round]!.requestsPerSecond / run.requestsPerSecond);
-  return { rate: median(runs.map((run) => run.requestsPerSecond)), p50Ms, p99Ms, ratio: median(roundRatios), roundRatios };
+  return {
+    rate: median(runs.map((run) => run.requestsPerSecond)),
+    p50Ms,
+    p99Ms,
+    ratio: median(roundRatios),
+    roundRatios,
+  };
 }
 
 const fmt = (value: number, digits = 0) =>
@@ -109,10 +115,13 @@ if (import.meta.main) {
     console.log('\nbatch  target      batches/s    samples/s   p50 ms   p99 ms   service vs this (each round)');
     for (const batchSize of BATCH_SIZES) {
       const runs = results[batchSize]!;
-      summary[batchSize] = Object.fromEntries(SIDES.map((side) => [side, sideSummary(runs[side], runs.service)])) as Record<Side, SideSummary>;
+      summary[batchSize] = Object.fromEntries(
+        SIDES.map((side) => [side, sideSummary(runs[side], runs.service)]),
+      ) as Record<Side, SideSummary>;
       for (const side of SIDES) {
         const { rate, p50Ms, p99Ms, ratio, roundRatios } = summary[batchSize]![side];
-        const versus = side === 'service' ? '' : `${fmt(ratio, 2)} (${roundRatios.map((value) => fmt(value, 2)).join(', ')})`;
+        const versus =
+          side === 'service' ? '' : `${fmt(ratio, 2)} (${roundRatios.map((value) => fmt(value, 2)).join(', ')})`;
         console.log(
           `${String(batchSize).padStart(5)}  ${side.padEnd(9)} ${fmt(rate).padStart(11)} ` +
             `${fmt(rate * batchSize).padStart(12)} ${fmt(p50Ms, 2).padStart(8)} ` +
@@ -144,7 +153,11 @@ if (import.meta.main) {
     );
 
     mkdirSync(join(import.meta.dir, 'results'), { recursive: true });
-    const resultPath = join(import.meta.dir, 'results', `telemetry-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    const resultPath = join(
+      import.meta.dir,
+      'results',
+      `telemetry-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+    );
     const rss = { samples: count, ...memory };
     const settings = { durability: DURABILITY, seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS };
     writeFileSync(resultPath, JSON.stringify({ ...settings, summary, results, rss }, null, 2));

@@ -118,7 +118,13 @@ export function createApp({
   const samples = new SampleHistory(storage.db);
   const sessions = new ChargingHistory(storage.db);
   const plannerStatus = new PlannerStatus(storage.db, planner);
-  const ownerData = new OwnerData({ devices, samples, consumption, sessions, samplesReader: () => exportReader(storage.db) });
+  const ownerData = new OwnerData({
+    devices,
+    samples,
+    consumption,
+    sessions,
+    samplesReader: () => exportReader(storage.db),
+  });
   // What the server holds in memory of an installation that the `purge` command deletes.
   const purgeHolders = [consumption, planner, { forget: () => devices.reloadIfChanged() }];
   const purges = new PurgeWatcher(storage.db, storage.committer, purgeHolders, log);
@@ -126,10 +132,13 @@ export function createApp({
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.
-  const pairing = config.approvalPassword === null ? null : {
-    book: new PairingBook(devices, log, elapsed),
-    lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
-  };
+  const pairing =
+    config.approvalPassword === null
+      ? null
+      : {
+          book: new PairingBook(devices, log, elapsed),
+          lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
+        };
   const apiDocument = openApiDocument(apiOperations(pairing !== null));
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.

@@ -25,7 +25,13 @@ export function usage(err: Out, text: string): number {
  * options, rather than taken for a FILE or an ID; a command taking a FILE says how to name one
  * beginning with `-`. Answers undefined when the command may run.
  */
-export function helpOrOption(args: string[], text: string, out: Out, err: Out, { takesFile = false } = {}): number | undefined {
+export function helpOrOption(
+  args: string[],
+  text: string,
+  out: Out,
+  err: Out,
+  { takesFile = false } = {},
+): number | undefined {
   if (args.some((arg) => arg === '-h' || arg === '--help')) {
     out(`Usage:\n${text}\n`);
     return 0;
@@ -41,7 +47,10 @@ export function helpOrOption(args: string[], text: string, out: Out, err: Out, {
  * Runs a command on the database at DATABASE_PATH, opened beside a running server with FULL durability
  * (a command's writes are rare and must hold); exit 1 saying so when there is no database there.
  */
-export async function withCommandStorage(err: Out, run: (storage: Storage) => Promise<number> | number): Promise<number> {
+export async function withCommandStorage(
+  err: Out,
+  run: (storage: Storage) => Promise<number> | number,
+): Promise<number> {
   const path = commandDatabasePath();
   if (!existsSync(path)) {
     err(`ev-ingest: no database at ${path} (set DATABASE_PATH)\n`);

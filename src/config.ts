@@ -82,7 +82,10 @@ function readSources(processEnv: Env, cwd: string): [environment: Source, dotenv
   const dotenv = readSettingsFile(dotenvPath, (code) => `${dotenvPath} cannot be read (${code}); fix or remove it`, '');
   return [
     // An empty variable counts as unset, here too: it does not hide the .env file's value.
-    { name: 'the environment', env: Object.fromEntries(Object.entries(processEnv).filter(([, value]) => isSet(value))) },
+    {
+      name: 'the environment',
+      env: Object.fromEntries(Object.entries(processEnv).filter(([, value]) => isSet(value))),
+    },
     { name: dotenvPath, env: parseDotenv(dotenv) },
   ];
 }
@@ -157,7 +160,8 @@ function readSecretFile(name: string, path: string): string {
   const refusal = (code: string) => `${name}_FILE names a file that cannot be read (${code})`;
   const secret = readSettingsFile(path, refusal).replace(/\r?\n$/, '');
   // An empty plain variable means unset; an empty secret file is a provisioning mistake, not a choice.
-  if (secret === '') throw new ConfigError(`${name}_FILE names an empty file; put the value in it or unset ${name}_FILE`);
+  if (secret === '')
+    throw new ConfigError(`${name}_FILE names an empty file; put the value in it or unset ${name}_FILE`);
   return secret;
 }
 
@@ -182,7 +186,9 @@ function unquote(value: string): string {
     if (end > 0) {
       const inner = value.slice(1, end);
       // One pass, so that `\\n` is a backslash and an n, not a backslash and a line break.
-      return quote === '"' ? inner.replace(/\\([n"\\])/g, (_, escaped: string) => (escaped === 'n' ? '\n' : escaped)) : inner;
+      return quote === '"'
+        ? inner.replace(/\\([n"\\])/g, (_, escaped: string) => (escaped === 'n' ? '\n' : escaped))
+        : inner;
     }
   }
   return value.replace(/\s+#.*$/, '');
@@ -214,7 +220,9 @@ function benchGroupWrites(value: string | undefined): number | undefined {
   const text = nonEmpty(value);
   if (text === undefined) return undefined;
   if (!/^\d+$/.test(text) || Number(text) < 1) {
-    throw new ConfigError('EV_INGEST_BENCH_GROUP_WRITES must be a positive whole number (a benchmark switch; leave it unset)');
+    throw new ConfigError(
+      'EV_INGEST_BENCH_GROUP_WRITES must be a positive whole number (a benchmark switch; leave it unset)',
+    );
   }
   return Number(text);
 }
@@ -248,7 +256,9 @@ function retentionDays(value: string | undefined): number | null {
   if (text === undefined) return null;
   if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > limits.retentionDaysMax) {
     const range = `from 1 to ${limits.retentionDaysMax}`;
-    throw new ConfigError(`TELEMETRY_RETENTION_DAYS must be a whole number of days ${range}; unset it to keep samples for ever`);
+    throw new ConfigError(
+      `TELEMETRY_RETENTION_DAYS must be a whole number of days ${range}; unset it to keep samples for ever`,
+    );
   }
   return Number(text);
 }
@@ -277,7 +287,9 @@ function approvalPassword(env: Env): string | null {
   }
   // Every car app holds the shared token: as the approval password it would let any of them approve and revoke.
   if (value === env.INGEST_TOKEN) {
-    throw new ConfigError('APPROVAL_PASSWORD must differ from INGEST_TOKEN, which every car app holds; unset it to turn pairing off');
+    throw new ConfigError(
+      'APPROVAL_PASSWORD must differ from INGEST_TOKEN, which every car app holds; unset it to turn pairing off',
+    );
   }
   return value;
 }
@@ -291,7 +303,9 @@ function refuseUnsendable(env: Env, name: 'INGEST_TOKEN' | 'APPROVAL_PASSWORD', 
   const rule = unsendableRule(secret);
   if (rule === null) return;
   const fromFile = secretFilePath(env, name) !== undefined;
-  throw new ConfigError(`${fromFile ? `${name} from ${name}_FILE (only its one final newline is dropped)` : name} ${rule}`);
+  throw new ConfigError(
+    `${fromFile ? `${name} from ${name}_FILE (only its one final newline is dropped)` : name} ${rule}`,
+  );
 }
 
 function unsendableRule(secret: string): string | null {
@@ -300,7 +314,8 @@ function unsendableRule(secret: string): string | null {
   if (secret.trim() !== secret) return 'must not begin or end with whitespace';
   if (/[\x00-\x1f\x7f]/.test(secret)) return 'must not hold a control character (a newline, a tab or another)';
   // Bun reads header bytes as Latin-1 and fetch refuses to send more: only ASCII reaches it as given.
-  if (/[^\x20-\x7e]/.test(secret)) return 'must hold only printable ASCII characters (a Bearer header cannot carry others)';
+  if (/[^\x20-\x7e]/.test(secret))
+    return 'must hold only printable ASCII characters (a Bearer header cannot carry others)';
   return null;
 }
 
@@ -309,7 +324,8 @@ function publicUrl(value: string | undefined): string {
   if (url === undefined) return '';
   if (!isHttpUrl(url)) throw new ConfigError('PUBLIC_URL must be an http:// or https:// URL');
   // The raw text, not URL.search/hash: those are empty for a bare trailing `?` or `#`.
-  if (/[?#]/.test(url)) throw new ConfigError('PUBLIC_URL must have no query or fragment (/pair?code=… is appended to it)');
+  if (/[?#]/.test(url))
+    throw new ConfigError('PUBLIC_URL must have no query or fragment (/pair?code=… is appended to it)');
   return url.replace(/\/+$/, '');
 }
 

@@ -113,7 +113,10 @@ function logStarted(
     planner: service.planner.coverage,
   });
   if (config.maxGroupWrites !== undefined) {
-    log.warn('bench.group_writes', { maxGroupWrites: config.maxGroupWrites, hint: 'a benchmark switch: unset EV_INGEST_BENCH_GROUP_WRITES' });
+    log.warn('bench.group_writes', {
+      maxGroupWrites: config.maxGroupWrites,
+      hint: 'a benchmark switch: unset EV_INGEST_BENCH_GROUP_WRITES',
+    });
   }
   warnIfLinked(storage, log);
   warnAboutExposure(config, log);
@@ -137,7 +140,9 @@ function stopOnce(
       log.info('stopping');
       await metricsServer?.stop(true);
       let timer: Timer | undefined;
-      const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), limits.shutdownGraceMs)));
+      const grace = new Promise<'timeout'>(
+        (resolve) => (timer = setTimeout(() => resolve('timeout'), limits.shutdownGraceMs)),
+      );
       if ((await Promise.race([server.stop(false), grace])) === 'timeout') await server.stop(true);
       clearTimeout(timer);
       await closeService(service, storage);

@@ -33,7 +33,14 @@ const wireTotals = (t: Totals) => ({ km: t.km, kwh: t.kwh, hours: t.hours, socDr
 
 /** A 2.2.37-2.2.39 body: the day so far and the lifetime as it stood, the state of health a float. */
 const snapshotBody = (recordedAt: number, date: string, day: Totals, lifetime: Totals) =>
-  orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(day), lifetime: wireTotals(lifetime), sohPercent: 97.5 });
+  orgJson({
+    installationId: INSTALLATION,
+    recordedAt,
+    date,
+    day: wireTotals(day),
+    lifetime: wireTotals(lifetime),
+    sohPercent: 97.5,
+  });
 
 /** The current build's body: the delta since its last chunk, no lifetime. */
 const deltaBody = (recordedAt: number, date: string, delta: Totals) =>
@@ -57,7 +64,11 @@ async function historyAsTheAppReadsIt() {
     day: parseTotals(r.day),
     soh: r.sohPercent == null ? null : Math.fround(r.sohPercent),
   }));
-  return { records, lifetime, perRecordLifetimes: (json.records as Record<string, any>[]).map((r) => parseTotals(r.lifetime)) };
+  return {
+    records,
+    lifetime,
+    perRecordLifetimes: (json.records as Record<string, any>[]).map((r) => parseTotals(r.lifetime)),
+  };
 }
 
 const LIFETIME_ON_THE_CAR = totals(5010.4, 801.25, 97.5, 1190);
@@ -88,13 +99,17 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
     await send(newest);
     await send(snapshotBody(minutes(30), '2026-11-25', totals(25.5, 4.0, 0.5, 6), LIFETIME_ON_THE_CAR));
     expect((await historyAsTheAppReadsIt()).records.map((r) => r.day)).toEqual([totals(40.2, 6.9, 0.9, 9.5)]);
-    const chunks = service.storage.db.query('SELECT count(*) AS n, sum(snapshot) AS snapshots FROM consumption_chunks').get();
+    const chunks = service.storage.db
+      .query('SELECT count(*) AS n, sum(snapshot) AS snapshots FROM consumption_chunks')
+      .get();
     expect(chunks).toEqual({ n: 3, snapshots: 3 });
   });
 
   test('a backlog day closed by its snapshot and today’s: both lifetimes are the service’s sums', async () => {
     // One sync: the day before (its close) first, then today so far, both stamped with the sync's time.
-    await send(snapshotBody(minutes(0), '2026-11-24', totals(33.25, 5.5, 0.75, 8), totals(4970.2, 794.35, 96.6, 1180.5)));
+    await send(
+      snapshotBody(minutes(0), '2026-11-24', totals(33.25, 5.5, 0.75, 8), totals(4970.2, 794.35, 96.6, 1180.5)),
+    );
     await send(snapshotBody(minutes(0), '2026-11-25', totals(40.2, 6.9, 0.9, 9.5), LIFETIME_ON_THE_CAR));
     const { records, lifetime, perRecordLifetimes } = await historyAsTheAppReadsIt();
     expect(records.map((r) => r.date)).toEqual(['2026-11-25', '2026-11-24']);
@@ -107,11 +122,22 @@ describe('2.2.37-2.2.39: snapshots of the day so far, with a lifetime', () => {
 describe('2.2.35-2.2.36: each closed day once, every day of a sync stamped with the sync’s time', () => {
   /** A 2.2.35-2.2.36 body: built field by field as in 2.2.39 (same keys, same order), for closed days only. */
   const closedDayBody = (recordedAt: number, date: string, day: Totals) =>
-    orgJson({ installationId: INSTALLATION, recordedAt, date, day: wireTotals(day), lifetime: wireTotals(LIFETIME_ON_THE_CAR), sohPercent: 97.5 });
+    orgJson({
+      installationId: INSTALLATION,
+      recordedAt,
+      date,
+      day: wireTotals(day),
+      lifetime: wireTotals(LIFETIME_ON_THE_CAR),
+      sohPercent: 97.5,
+    });
 
   test('back online after three days: the three closed days in one sync, then yesterday after midnight', async () => {
     // syncDailyConsumption: up to 10 stored days after the last one answered, before today, at one nowMs.
-    for (const [date, km] of [['2026-11-22', 42], ['2026-11-23', 18.5], ['2026-11-24', 7.25]] as const) {
+    for (const [date, km] of [
+      ['2026-11-22', 42],
+      ['2026-11-23', 18.5],
+      ['2026-11-24', 7.25],
+    ] as const) {
       await send(closedDayBody(minutes(0), date, totals(km, 0, 0, 0)));
     }
     await send(closedDayBody(minutes(24 * 60 + 5), '2026-11-25', totals(1.5, 0, 0, 0)));
@@ -207,7 +233,9 @@ describe('the current build: deltas, and the update from a snapshot build in the
     const sum = totals(12.4 + 0.75, 2.05 + 0.125, 0.0004 + 0.0125, 0.5);
     expect(records).toEqual([{ date: '2026-11-25', day: sum, soh: 97.5 }]);
     expect(lifetime).toEqual(sum);
-    expect(service.storage.db.query('SELECT hours, soc_drop FROM consumption_chunks ORDER BY recorded_at LIMIT 1').get()).toEqual({
+    expect(
+      service.storage.db.query('SELECT hours, soc_drop FROM consumption_chunks ORDER BY recorded_at LIMIT 1').get(),
+    ).toEqual({
       hours: 0.0004,
       soc_drop: 0,
     });
@@ -248,7 +276,9 @@ test('any mix of deltas and snapshots, sent again and moved between days, sums a
     const chunk = { recordedAt, date: dates[random(2)]!, km: random(64 * 500) / 64, snapshot: random(3) === 0 };
     model.set(chunk.snapshot ? `${recordedAt} ${chunk.date}` : `${recordedAt}`, chunk);
     const values = totals(chunk.km, 0, 0, 0);
-    await send(chunk.snapshot ? snapshotBody(recordedAt, chunk.date, values, values) : deltaBody(recordedAt, chunk.date, values));
+    await send(
+      chunk.snapshot ? snapshotBody(recordedAt, chunk.date, values, values) : deltaBody(recordedAt, chunk.date, values),
+    );
   }
   const expected = dates
     .map((date) => {

@@ -95,7 +95,10 @@ describe('the car app’s charging sessions', () => {
     expect(older).toContain('"energyKwh":4.0E-4');
     expect(older).toContain('"lastPower":-0');
     expect((await put(older)).status).toBe(204);
-    expect(service.storage.db.query('SELECT energy_kwh AS e, last_power AS p FROM charging_sessions').get()).toEqual({ e: 0.0004, p: 0 });
+    expect(service.storage.db.query('SELECT energy_kwh AS e, last_power AS p FROM charging_sessions').get()).toEqual({
+      e: 0.0004,
+      p: 0,
+    });
   });
 });
 
@@ -106,7 +109,10 @@ describe('millisecond fields must be between 2000 and 2999', () => {
   const hintUs = ' (microseconds instead of milliseconds?)';
   const problem = (path: string, value: number, hint = '') =>
     `${path} ${value} is not between 2000 and 2999 in Unix milliseconds${hint}`;
-  const session = (change: Record<string, unknown>) => ({ ...appSession(STARTED, STARTED + 60_000, [point(0)]), ...change });
+  const session = (change: Record<string, unknown>) => ({
+    ...appSession(STARTED, STARTED + 60_000, [point(0)]),
+    ...change,
+  });
   const curveAt = (timestampMs: number) => [point(0), { timestampMs, powerKw: 50 }];
 
   test.each([
@@ -115,7 +121,11 @@ describe('millisecond fields must be between 2000 and 2999', () => {
     ['endedAt in seconds', session({ endedAt: seconds }), problem('endedAt', seconds, hintS)],
     ['endedAt 0 (a session the app never finished)', session({ endedAt: 0 }), problem('endedAt', 0)],
     ['a curve point in seconds', session({ curve: curveAt(seconds) }), problem('curve[1].timestampMs', seconds, hintS)],
-    ['a curve point in microseconds', session({ curve: curveAt(micro) }), problem('curve[1].timestampMs', micro, hintUs)],
+    [
+      'a curve point in microseconds',
+      session({ curve: curveAt(micro) }),
+      problem('curve[1].timestampMs', micro, hintUs),
+    ],
     ['the last millisecond of 1999', session({ startedAt: 946_684_799_999 }), problem('startedAt', 946_684_799_999)],
     ['the first millisecond of 3000', session({ endedAt: 32_503_680_000_000 }), problem('endedAt', 32_503_680_000_000)],
   ])('a session: 400 for %s, nothing stored', async (_, body, error) => {

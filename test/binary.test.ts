@@ -5,7 +5,14 @@ import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 import { compiledBinary, launchBinary, ownerRequest, startBinary } from './binary.ts';
-import { consumptionChunk, INSTALLATION, migratedByNewerRefusal, migratedByNewerVersion, OWNER_TOKEN, tempDir } from './support.ts';
+import {
+  consumptionChunk,
+  INSTALLATION,
+  migratedByNewerRefusal,
+  migratedByNewerVersion,
+  OWNER_TOKEN,
+  tempDir,
+} from './support.ts';
 
 let binary: string;
 beforeAll(async () => {
@@ -14,13 +21,18 @@ beforeAll(async () => {
 
 /** Runs the binary to its end; one that should have refused but serves is killed after 10 s, failing its test fast. */
 function run(args: string[], env: Record<string, string> = {}, cwd = tempDir()) {
-  const result = Bun.spawnSync([binary, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 });
+  const result = Bun.spawnSync([binary, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 10_000,
+  });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
 describe('command line', () => {
   test('--version and --help answer and exit 0, as do -v, -h and help', () => {
-    for (const version of ['--version', '-v']) expect(run([version])).toEqual({ code: 0, stdout: `ev-ingest ${pkg.version}\n`, stderr: '' });
+    for (const version of ['--version', '-v'])
+      expect(run([version])).toEqual({ code: 0, stdout: `ev-ingest ${pkg.version}\n`, stderr: '' });
     const help = run(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('INGEST_TOKEN (required, at least 24 printable ASCII characters)');
@@ -54,7 +66,12 @@ describe('command line', () => {
       const expected = `Usage:\n  ${usage} `;
       expect(opening([...args], expected.length)).toEqual({ code: 0, stdout: expected, stderr: '' });
     }
-    for (const args of [['backup', '-x.db'], ['backup', '-'], ['devices', 'revoke', '--all'], ['serve', '--port']]) {
+    for (const args of [
+      ['backup', '-x.db'],
+      ['backup', '-'],
+      ['devices', 'revoke', '--all'],
+      ['serve', '--port'],
+    ]) {
       const option = args.at(-1)!;
       // Only the backup takes a file; a device id never begins with "-".
       const fileHint = args[0] === 'backup' ? ` (for a file whose name begins with "-", write ./${option})` : '';
@@ -74,7 +91,9 @@ describe('command line', () => {
       stdout: '',
       stderr: 'ev-ingest: INGEST_TOKEN must be set to at least 24 characters (it has 9)\n',
     });
-    expect(run([], { INGEST_TOKEN: `${OWNER_TOKEN} ` }).stderr).toBe('ev-ingest: INGEST_TOKEN must not begin or end with whitespace\n');
+    expect(run([], { INGEST_TOKEN: `${OWNER_TOKEN} ` }).stderr).toBe(
+      'ev-ingest: INGEST_TOKEN must not begin or end with whitespace\n',
+    );
     expect(run([], { INGEST_TOKEN: OWNER_TOKEN, PORT: 'eighty' }).stderr).toBe(
       'ev-ingest: PORT must be a whole number from 0 to 65535 (0 picks a free port)\n',
     );
@@ -122,7 +141,9 @@ describe('serving', () => {
   test('the log holds one line per request, without the query string or the token', async () => {
     const cwd = tempDir();
     const server = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'x.db') }, cwd);
-    await fetch(new URL('/v1/health?code=WDJB-MJHT', server.url), { headers: { authorization: `Bearer ${OWNER_TOKEN}` } });
+    await fetch(new URL('/v1/health?code=WDJB-MJHT', server.url), {
+      headers: { authorization: `Bearer ${OWNER_TOKEN}` },
+    });
     expect(await server.stop('SIGINT')).toBe(0);
     const output = server.output();
     expect(output).toMatch(/ info request method=GET path=\/v1\/health status=200 ms=[\d.]+\n/);
@@ -150,13 +171,27 @@ describe('serving', () => {
     const first = await startUnderUmask022();
     const created = modes();
     expect(await first.stop()).toBe(0);
-    expect(created).toEqual(['/new 700', '/new/data 700', '/new/data/ev.db 600', '/new/data/ev.db-wal 600', '/new/data/ev.db-shm 600', '/new/data/ev.db.lock 600']);
+    expect(created).toEqual([
+      '/new 700',
+      '/new/data 700',
+      '/new/data/ev.db 600',
+      '/new/data/ev.db-wal 600',
+      '/new/data/ev.db-shm 600',
+      '/new/data/ev.db.lock 600',
+    ]);
     // The owner lets a group read the database: a restart leaves that as it is, and the new -wal and -shm follow it.
     chmodSync(path, 0o640);
     const second = await startUnderUmask022();
     const kept = modes();
     expect(await second.stop()).toBe(0);
-    expect(kept).toEqual(['/new 700', '/new/data 700', '/new/data/ev.db 640', '/new/data/ev.db-wal 640', '/new/data/ev.db-shm 640', '/new/data/ev.db.lock 600']);
+    expect(kept).toEqual([
+      '/new 700',
+      '/new/data 700',
+      '/new/data/ev.db 640',
+      '/new/data/ev.db-wal 640',
+      '/new/data/ev.db-shm 640',
+      '/new/data/ev.db.lock 600',
+    ]);
   });
 
   test('a database file that is not SQLite is refused at start-up', async () => {
@@ -184,7 +219,9 @@ describe('serving', () => {
     const file = join(cwd, 'before-downgrade.db');
     expect(run(['backup', file], { DATABASE_PATH: path })).toMatchObject({ code: 0, stderr: '' });
     const copy = new Database(file, { readonly: true });
-    expect(copy.query('SELECT hash FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1').get()).toEqual({ hash: `newer-${Date.UTC(2030, 0, 2)}` });
+    expect(copy.query('SELECT hash FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1').get()).toEqual({
+      hash: `newer-${Date.UTC(2030, 0, 2)}`,
+    });
     copy.close();
   });
 });
@@ -261,8 +298,20 @@ describe('one server per database', () => {
     const cwd = tempDir();
     const first = await startBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'a.db') }, cwd);
     const port = first.url.port;
-    const second = await launchBinary(binary, { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'b.db'), PORT: port }, cwd);
-    expect(second).toEqual({ exited: { code: 1, stdout: expect.any(String), stderr: expect.stringMatching(new RegExp(`^ev-ingest: cannot listen on HOST 127\\.0\\.0\\.1 PORT ${port}: [^\\n]+\\n$`)) } });
+    const second = await launchBinary(
+      binary,
+      { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(cwd, 'b.db'), PORT: port },
+      cwd,
+    );
+    expect(second).toEqual({
+      exited: {
+        code: 1,
+        stdout: expect.any(String),
+        stderr: expect.stringMatching(
+          new RegExp(`^ev-ingest: cannot listen on HOST 127\\.0\\.0\\.1 PORT ${port}: [^\\n]+\\n$`),
+        ),
+      },
+    });
     expect((await fetch(new URL('/v1/health', first.url))).status).toBe(200);
     expect(await first.stop()).toBe(0);
   });

@@ -57,7 +57,9 @@ export async function launchBinary(binary: string, env: Record<string, string>, 
   let address: string | undefined;
   while (!(address = / info started .*address=(\S+)/.exec(output())?.[1])) {
     if (child.exitCode !== null) {
-      return { exited: { code: await child.exited, stdout: output(), stderr: await new Response(child.stderr).text() } };
+      return {
+        exited: { code: await child.exited, stdout: output(), stderr: await new Response(child.stderr).text() },
+      };
     }
     if (Date.now() > deadline) {
       child.kill();
@@ -79,7 +81,12 @@ export async function launchBinary(binary: string, env: Record<string, string>, 
 }
 
 /** A request to a running binary with the owner's token; a `body` goes as JSON. */
-export function ownerRequest(server: Pick<RunningBinary, 'url'>, method: string, path: string, body?: unknown): Promise<Response> {
+export function ownerRequest(
+  server: Pick<RunningBinary, 'url'>,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Response> {
   return fetch(new URL(path, server.url), {
     method,
     headers: { authorization: `Bearer ${OWNER_TOKEN}`, 'content-type': 'application/json' },
@@ -93,6 +100,7 @@ export function ownerRequest(server: Pick<RunningBinary, 'url'>, method: string,
  */
 export async function startBinary(binary: string, env: Record<string, string>, cwd: string): Promise<RunningBinary> {
   const start = await launchBinary(binary, env, cwd);
-  if ('exited' in start) throw new Error(`did not start (exit ${start.exited.code}): ${start.exited.stdout}${start.exited.stderr}`);
+  if ('exited' in start)
+    throw new Error(`did not start (exit ${start.exited.code}): ${start.exited.stdout}${start.exited.stderr}`);
   return start.running;
 }

@@ -77,7 +77,13 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
 
   test('a repeated PUT replaces the whole session; unknown fields are ignored and null is absent', async () => {
     expect((await putSession(appSession())).status).toBe(204);
-    const again = { installationId: INSTALLATION, startedAt: 1764080000005, endedAt: 1764080000005, energyKwh: 0, isDemo: true };
+    const again = {
+      installationId: INSTALLATION,
+      startedAt: 1764080000005,
+      endedAt: 1764080000005,
+      energyKwh: 0,
+      isDemo: true,
+    };
     const response = await putSession({ ...again, totalCost: null, curve: null, vehicle: 'MG4', curveV2: [] });
     expect(response.status).toBe(204);
     expect(rows()).toEqual([
@@ -128,7 +134,10 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
     '400 for the path id "%s", and 401 before it without a token',
     async (id) => {
       expect(await answer(await putSession(appSession(), id))).toEqual({ status: 400, body: { error: pathIdProblem } });
-      expect(await answer(await putSession(appSession(), id, null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+      expect(await answer(await putSession(appSession(), id, null))).toEqual({
+        status: 401,
+        body: { error: 'unauthorized' },
+      });
     },
   );
 
@@ -150,8 +159,16 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
     ['body sessionId another one', { sessionId: 'other' }, 'sessionId does not match path'],
     ['body sessionId in other case', { sessionId: SESSION.toUpperCase() }, 'sessionId does not match path'],
     ['startedAt missing', { startedAt: undefined }, 'startedAt is required'],
-    ['startedAt as text', { startedAt: '1764080000000' }, 'startedAt must be Unix milliseconds (a non-negative safe integer)'],
-    ['endedAt fractional', { endedAt: 1764081800000.5 }, 'endedAt must be Unix milliseconds (a non-negative safe integer)'],
+    [
+      'startedAt as text',
+      { startedAt: '1764080000000' },
+      'startedAt must be Unix milliseconds (a non-negative safe integer)',
+    ],
+    [
+      'endedAt fractional',
+      { endedAt: 1764081800000.5 },
+      'endedAt must be Unix milliseconds (a non-negative safe integer)',
+    ],
     ['energyKwh missing', { energyKwh: undefined }, 'energyKwh is required'],
     ['energyKwh as text', { energyKwh: '41.7' }, 'energyKwh must be a finite number'],
     ['energyKwh too large', { energyKwh: 1000.5 }, 'energyKwh is out of range 0..1000'],
@@ -177,10 +194,26 @@ describe('PUT /v1/charging-sessions/{sessionId}', () => {
     ['curve point not an object', { curve: curveWith(5) }, 'curve[3] must be an object'],
     ['curve point null', { curve: curveWith(null) }, 'curve[3] must be an object'],
     ['curve point without timestampMs', { curve: curveWith({ powerKw: 1 }) }, 'curve[3].timestampMs is required'],
-    ['curve point timestampMs as text', { curve: curveWith({ timestampMs: '1', powerKw: 1 }) }, 'curve[3].timestampMs must be Unix milliseconds (a non-negative safe integer)'],
-    ['curve point power too high', { curve: curveWith({ timestampMs: 1764080000001, powerKw: 1000.1 }) }, 'curve[3].powerKw is out of range 0..1000'],
-    ['curve point power negative', { curve: curveWith({ timestampMs: 1764080000001, powerKw: 1 }, { timestampMs: 1764080000001, powerKw: -1 }) }, 'curve[4].powerKw is out of range 0..1000'],
-    ['curve point soc too high', { curve: curveWith({ timestampMs: 1764080000001, powerKw: 1, socPercent: 101 }) }, 'curve[3].socPercent is out of range 0..100'],
+    [
+      'curve point timestampMs as text',
+      { curve: curveWith({ timestampMs: '1', powerKw: 1 }) },
+      'curve[3].timestampMs must be Unix milliseconds (a non-negative safe integer)',
+    ],
+    [
+      'curve point power too high',
+      { curve: curveWith({ timestampMs: 1764080000001, powerKw: 1000.1 }) },
+      'curve[3].powerKw is out of range 0..1000',
+    ],
+    [
+      'curve point power negative',
+      { curve: curveWith({ timestampMs: 1764080000001, powerKw: 1 }, { timestampMs: 1764080000001, powerKw: -1 }) },
+      'curve[4].powerKw is out of range 0..1000',
+    ],
+    [
+      'curve point soc too high',
+      { curve: curveWith({ timestampMs: 1764080000001, powerKw: 1, socPercent: 101 }) },
+      'curve[3].socPercent is out of range 0..100',
+    ],
   ];
   test.each(invalidSessions)('400 naming the field: %s', async (_, change, error) => {
     expect(await answer(await putSession({ ...appSession(), ...change }))).toEqual({ status: 400, body: { error } });

@@ -122,7 +122,9 @@ test('a writer that dies fails what it held and every later write, and close() s
   const pending = storage.committer.write('insertDevice', device(2));
   (storage.committer as unknown as { worker: Worker }).worker.terminate(); // the thread ends without an error
   await expect(within(pending, 'the failure of the write the writer held')).rejects.toThrow('writer exited');
-  await expect(within(storage.committer.write('insertDevice', device(3)), 'the failure of a later write')).rejects.toThrow('writer exited');
+  await expect(
+    within(storage.committer.write('insertDevice', device(3)), 'the failure of a later write'),
+  ).rejects.toThrow('writer exited');
   expect(failures.map((error) => error.message)).toEqual(['writer exited']);
   await within(storage.close(), 'closing the storage'); // settles though the writer can no longer answer its close
 });

@@ -1,7 +1,15 @@
 import { describe, expect, test } from 'bun:test';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, databasePath, DEFAULT_PLANNER_URL, readEnvironment, readServerEnvironment, serveConfig, type Env } from '../src/config.ts';
+import {
+  ConfigError,
+  databasePath,
+  DEFAULT_PLANNER_URL,
+  readEnvironment,
+  readServerEnvironment,
+  serveConfig,
+  type Env,
+} from '../src/config.ts';
 import { limits } from '../src/limits.ts';
 import { tempDir } from './support.ts';
 
@@ -140,7 +148,9 @@ describe('serveConfig', () => {
   });
 
   test('PLANNER_URL must be an http:// or https:// URL', () => {
-    expect(serveConfig({ INGEST_TOKEN: TOKEN, PLANNER_URL: 'http://planner.lan:8000/api' }).planner.url).toBe('http://planner.lan:8000/api');
+    expect(serveConfig({ INGEST_TOKEN: TOKEN, PLANNER_URL: 'http://planner.lan:8000/api' }).planner.url).toBe(
+      'http://planner.lan:8000/api',
+    );
     for (const url of ['ftp://planner.example.com/x', 'planner.example.com/x']) {
       expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_URL: url })).toBe('PLANNER_URL must be an http:// or https:// URL');
     }
@@ -156,7 +166,9 @@ describe('serveConfig', () => {
       ['0f8a9b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b', 'tok-b'],
     ]);
     const message = refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: 'not-a-uuid=secret-token' });
-    expect(message).toBe('PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a token without whitespace');
+    expect(message).toBe(
+      'PLANNER_TOKENS entry 1 must be <installationId>=<token> with a UUID and a token without whitespace',
+    );
     expect(message).not.toContain('secret-token');
   });
 
@@ -165,7 +177,10 @@ describe('serveConfig', () => {
     const file = join(tempDir(), 'planner-tokens');
     writeFileSync(file, `${a}=tok-a\r\n${b}=tok-b,\n`);
     const config = serveConfig(readServerEnvironment({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS_FILE: file }, tempDir()));
-    expect([...config.planner.tokens]).toEqual([[a, 'tok-a'], [b, 'tok-b']]);
+    expect([...config.planner.tokens]).toEqual([
+      [a, 'tok-a'],
+      [b, 'tok-b'],
+    ]);
     expect(refusal({ INGEST_TOKEN: TOKEN, PLANNER_TOKENS: `${a}=tok-a\n\n${b}=tok b` })).toBe(
       'PLANNER_TOKENS entry 3 must be <installationId>=<token> with a UUID and a token without whitespace',
     );
@@ -224,7 +239,9 @@ describe('readEnvironment', () => {
   test('a .env that cannot be read refuses the start with one line naming it', () => {
     const dir = tempDir();
     mkdirSync(join(dir, '.env'));
-    expect(() => readEnvironment({}, dir)).toThrow(new ConfigError(`${join(dir, '.env')} cannot be read (EISDIR); fix or remove it`));
+    expect(() => readEnvironment({}, dir)).toThrow(
+      new ConfigError(`${join(dir, '.env')} cannot be read (EISDIR); fix or remove it`),
+    );
   });
 
   // A check before the read (existsSync) would call this .env absent and start without it.
@@ -232,7 +249,9 @@ describe('readEnvironment', () => {
     const dir = tempDir();
     const dotenvPath = join(dir, '.env');
     symlinkSync(dotenvPath, dotenvPath);
-    expect(() => readEnvironment({}, dir)).toThrow(new ConfigError(`${dotenvPath} cannot be read (ELOOP); fix or remove it`));
+    expect(() => readEnvironment({}, dir)).toThrow(
+      new ConfigError(`${dotenvPath} cannot be read (ELOOP); fix or remove it`),
+    );
   });
 
   test('<NAME>_FILE supplies a secret without its trailing newline', () => {
@@ -276,12 +295,18 @@ describe('readEnvironment', () => {
     const dir = tempDir();
     const file = join(dir, 'password');
     writeFileSync(file, 'approval-password-1\n');
-    expect(() => readServerEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir)).toThrow(
-      new ConfigError('APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set in the environment; set only one of them'),
+    expect(() =>
+      readServerEnvironment({ APPROVAL_PASSWORD: 'x'.repeat(12), APPROVAL_PASSWORD_FILE: file }, dir),
+    ).toThrow(
+      new ConfigError(
+        'APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set in the environment; set only one of them',
+      ),
     );
     writeFileSync(join(dir, '.env'), `APPROVAL_PASSWORD=${'x'.repeat(12)}\nAPPROVAL_PASSWORD_FILE=${file}\n`);
     expect(() => readServerEnvironment({}, dir)).toThrow(
-      new ConfigError(`APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set in ${join(dir, '.env')}; set only one of them`),
+      new ConfigError(
+        `APPROVAL_PASSWORD and APPROVAL_PASSWORD_FILE are both set in ${join(dir, '.env')}; set only one of them`,
+      ),
     );
   });
 
@@ -309,7 +334,9 @@ describe('readEnvironment', () => {
     const file = join(dir, 'password');
     writeFileSync(file, '\n');
     expect(() => readServerEnvironment({ APPROVAL_PASSWORD_FILE: file }, dir)).toThrow(
-      new ConfigError('APPROVAL_PASSWORD_FILE names an empty file; put the value in it or unset APPROVAL_PASSWORD_FILE'),
+      new ConfigError(
+        'APPROVAL_PASSWORD_FILE names an empty file; put the value in it or unset APPROVAL_PASSWORD_FILE',
+      ),
     );
   });
 

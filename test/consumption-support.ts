@@ -1,12 +1,6 @@
 /** Helpers of the consumption tests: a fresh service for each test, chunk builders, exact sums. */
 import { afterAll, beforeEach, expect } from 'bun:test';
-import {
-  answer,
-  consumptionChunk,
-  INSTALLATION,
-  startTestService,
-  type TestService,
-} from './support.ts';
+import { answer, consumptionChunk, INSTALLATION, startTestService, type TestService } from './support.ts';
 
 export let service: TestService;
 export function useConsumptionService(): void {
@@ -69,6 +63,7 @@ export function nearestDouble(units: bigint): number {
 
 /** The correctly rounded sum of each field over the chunks' days: what an exact sum reads back as. */
 export function exactSums(days: Day[]): Day {
-  const sum = (field: (typeof FIELDS)[number]) => nearestDouble(days.reduce((units, day) => units + finestUnits(day[field]), 0n));
+  const sum = (field: (typeof FIELDS)[number]) =>
+    nearestDouble(days.reduce((units, day) => units + finestUnits(day[field]), 0n));
   return { km: sum('km'), kwh: sum('kwh'), hours: sum('hours'), socDrop: sum('socDrop') };
 }

@@ -3,16 +3,21 @@ import { describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
-import {
-  answer,
-  INSTALLATION,
-  OTHER_INSTALLATION,
-  OWNER_TOKEN,
-  tempDir,
-  testConfig,
-} from './support.ts';
+import { answer, INSTALLATION, OTHER_INSTALLATION, OWNER_TOKEN, tempDir, testConfig } from './support.ts';
 import { parsedReply, rawRequest } from './upload.ts';
-import { service, useConsumptionService, type Day, type ChunkBody, T0, day, chunk, dateOf, putChunk, put, history } from './consumption-support.ts';
+import {
+  service,
+  useConsumptionService,
+  type Day,
+  type ChunkBody,
+  T0,
+  day,
+  chunk,
+  dateOf,
+  putChunk,
+  put,
+  history,
+} from './consumption-support.ts';
 
 useConsumptionService();
 
@@ -45,7 +50,9 @@ describe('PUT /v1/consumption/daily', () => {
   test('copies of one chunk sent at once (sharing group commits), each naming another date, count once', async () => {
     const dates = ['2026-11-23', '2026-11-24', '2026-11-25'];
     const before = service.storage.committer.stats;
-    await Promise.all(Array.from({ length: 20 }, (_, n) => put(chunk({ date: dates[n % dates.length]!, day: day(10) }))));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, n) => put(chunk({ date: dates[n % dates.length]!, day: day(10) }))),
+    );
     const after = service.storage.committer.stats;
     // Some copies met in one transaction.
     expect(after.groups - before.groups).toBeLessThan(after.writes - before.writes);
@@ -54,7 +61,10 @@ describe('PUT /v1/consumption/daily', () => {
     expect(records[0]!.day).toEqual(day(10));
     expect(lifetime).toEqual(day(10));
     expect(service.storage.db.query('SELECT count(*) AS n FROM consumption_chunks').get()).toEqual({ n: 1 });
-    expect(service.storage.db.query('SELECT sum(chunks) AS n, count(*) AS days FROM consumption_days').get()).toEqual({ n: 1, days: 1 });
+    expect(service.storage.db.query('SELECT sum(chunks) AS n, count(*) AS days FROM consumption_days').get()).toEqual({
+      n: 1,
+      days: 1,
+    });
   });
 
   test('an older app’s lifetime object is not the lifetime; unknown fields are ignored, null is absent', async () => {
@@ -109,7 +119,9 @@ describe('PUT /v1/consumption/daily', () => {
   });
 
   test('a sum reads back as the double nearest to it: a subnormal tips 1 + 2^-53, a tie, upwards', async () => {
-    const chunks = [1, 2 ** -53, 5e-324].map((km, n) => chunk({ recordedAt: T0 + n, day: { km, kwh: 0, hours: 0, socDrop: 0 } }));
+    const chunks = [1, 2 ** -53, 5e-324].map((km, n) =>
+      chunk({ recordedAt: T0 + n, day: { km, kwh: 0, hours: 0, socDrop: 0 } }),
+    );
     for (const body of chunks) await put(body);
     expect((await history()).lifetime.km).toBe(1 + 2 ** -52); // a double's own sum rounds the tie to even: 1
   });
@@ -141,10 +153,26 @@ describe('PUT /v1/consumption/daily', () => {
     ['installationId null', chunk({ installationId: null }), 'installationId is required'],
     ['installationId not a UUID', chunk({ installationId: 'car-1' }), 'installationId must be a UUID'],
     ['recordedAt missing', chunk({ recordedAt: undefined }), 'recordedAt is required'],
-    ['recordedAt as text', chunk({ recordedAt: String(T0) }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
-    ['recordedAt fractional', chunk({ recordedAt: T0 + 0.5 }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
-    ['recordedAt negative', chunk({ recordedAt: -1 }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
-    ['recordedAt unsafe', chunk({ recordedAt: 2 ** 53 }), 'recordedAt must be Unix milliseconds (a non-negative safe integer)'],
+    [
+      'recordedAt as text',
+      chunk({ recordedAt: String(T0) }),
+      'recordedAt must be Unix milliseconds (a non-negative safe integer)',
+    ],
+    [
+      'recordedAt fractional',
+      chunk({ recordedAt: T0 + 0.5 }),
+      'recordedAt must be Unix milliseconds (a non-negative safe integer)',
+    ],
+    [
+      'recordedAt negative',
+      chunk({ recordedAt: -1 }),
+      'recordedAt must be Unix milliseconds (a non-negative safe integer)',
+    ],
+    [
+      'recordedAt unsafe',
+      chunk({ recordedAt: 2 ** 53 }),
+      'recordedAt must be Unix milliseconds (a non-negative safe integer)',
+    ],
     ['date missing', chunk({ date: undefined }), 'date is required'],
     ['date 30 February', chunk({ date: '2026-02-30' }), 'date must be a calendar date YYYY-MM-DD'],
     ['date 29 February of a common year', chunk({ date: '2100-02-29' }), 'date must be a calendar date YYYY-MM-DD'],
@@ -160,8 +188,16 @@ describe('PUT /v1/consumption/daily', () => {
     ['day an array', chunk({ day: [1, 2, 3, 4] }), 'day must be an object'],
     ['day.km missing', chunk({ day: { kwh: 1, hours: 1, socDrop: 1 } }), 'day.km is required'],
     ['day.kwh as text', chunk({ day: { ...day(1), kwh: '1' } }), 'day.kwh must be a finite number'],
-    ['day.hours too large', chunk({ day: { ...day(1), hours: 10_000_000.5 } }), 'day.hours is out of range -10000000..10000000'],
-    ['day.socDrop too negative', chunk({ day: { ...day(1), socDrop: -10_000_001 } }), 'day.socDrop is out of range -10000000..10000000'],
+    [
+      'day.hours too large',
+      chunk({ day: { ...day(1), hours: 10_000_000.5 } }),
+      'day.hours is out of range -10000000..10000000',
+    ],
+    [
+      'day.socDrop too negative',
+      chunk({ day: { ...day(1), socDrop: -10_000_001 } }),
+      'day.socDrop is out of range -10000000..10000000',
+    ],
     [
       'day.km infinite',
       JSON.stringify(chunk({ day: day(1) })).replace('"km":1,', '"km":1e400,'), // JSON cannot write an infinity
@@ -184,7 +220,9 @@ describe('PUT /v1/consumption/daily', () => {
   });
 
   test('accepts the limits themselves: 29 February of a leap year, ±1e7, sohPercent 100', async () => {
-    await put(chunk({ date: '2024-02-29', day: { km: 10_000_000, kwh: -10_000_000, hours: 0, socDrop: 0 }, sohPercent: 100 }));
+    await put(
+      chunk({ date: '2024-02-29', day: { km: 10_000_000, kwh: -10_000_000, hours: 0, socDrop: 0 }, sohPercent: 100 }),
+    );
     expect((await history()).records[0]).toEqual({
       date: '2024-02-29',
       day: { km: 10_000_000, kwh: -10_000_000, hours: 0, socDrop: 0 },
@@ -239,9 +277,7 @@ describe('GET /v1/consumption/history/{installationId}', () => {
     );
     const { records, lifetime } = await history();
     expect(records.length).toBe(400);
-    expect(records.map((record) => record.date)).toEqual(
-      Array.from({ length: 400 }, (_, i) => dateOf(days - 1 - i)),
-    );
+    expect(records.map((record) => record.date)).toEqual(Array.from({ length: 400 }, (_, i) => dateOf(days - 1 - i)));
     const sumUpTo = (n: number) => ((n + 1) * (n + 2)) / 2; // km of days 0..n
     expect(lifetime).toEqual(day(sumUpTo(days - 1)));
     expect(records[0]!.lifetime).toEqual(lifetime);
@@ -297,9 +333,16 @@ describe('GET /v1/consumption/history/{installationId}', () => {
     });
   });
   test("a read's body goes through the ingest pipeline: over 512 KiB 400 after the token, else ignored", async () => {
-    const get = (body: string, token?: null) => service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { body, token });
-    expect(await answer(await get('x'.repeat(limits.bodyBytes + 1)))).toEqual({ status: 400, body: { error: 'body is too large' } });
-    expect(await answer(await get('x'.repeat(limits.bodyBytes + 1), null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    const get = (body: string, token?: null) =>
+      service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { body, token });
+    expect(await answer(await get('x'.repeat(limits.bodyBytes + 1)))).toEqual({
+      status: 400,
+      body: { error: 'body is too large' },
+    });
+    expect(await answer(await get('x'.repeat(limits.bodyBytes + 1), null))).toEqual({
+      status: 401,
+      body: { error: 'unauthorized' },
+    });
     expect(await answer(await get('x'.repeat(limits.bodyBytes)))).toEqual({
       status: 200,
       body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
@@ -317,8 +360,14 @@ test('a listening server refuses a history read declaring a body over 512 KiB, i
       const { status, body } = parsedReply(await rawRequest(Number(running.url.port), head + 'x'.repeat(bytes)));
       return { status, body: JSON.parse(body) as unknown };
     };
-    expect(await read(limits.bodyBytes + 1)).toEqual({ status: 'HTTP/1.1 400 Bad Request', body: { error: 'body is too large' } });
-    expect(await read(limits.bodyBytes)).toEqual({ status: 'HTTP/1.1 200 OK', body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } } });
+    expect(await read(limits.bodyBytes + 1)).toEqual({
+      status: 'HTTP/1.1 400 Bad Request',
+      body: { error: 'body is too large' },
+    });
+    expect(await read(limits.bodyBytes)).toEqual({
+      status: 'HTTP/1.1 200 OK',
+      body: { records: [], lifetime: { km: 0, kwh: 0, hours: 0, socDrop: 0 } },
+    });
   } finally {
     await running.stop();
   }

@@ -45,7 +45,11 @@ describe('BarChart', () => {
     expect(heights).toEqual([41, 2, 164]);
     const bottoms = values(svg, 'y', 'rect').map((y, i) => y + heights[i]!);
     expect(new Set(bottoms)).toEqual(new Set([190]));
-    expect(svg.match(/<title>[^<]+<\/title>/g)).toEqual(['<title>2026-11-23: 10 km</title>', '<title>2026-11-24: 0 km</title>', '<title>2026-11-25: 40 km</title>']);
+    expect(svg.match(/<title>[^<]+<\/title>/g)).toEqual([
+      '<title>2026-11-23: 10 km</title>',
+      '<title>2026-11-24: 0 km</title>',
+      '<title>2026-11-25: 40 km</title>',
+    ]);
   });
 
   test('titled, described, with the unit and ticks on the value axis and labelled categories; well-formed XML', () => {
@@ -79,11 +83,24 @@ describe('BarChart', () => {
 
 describe('LineChart', () => {
   test('points in order across the plot, markers when few, the y range as asked', () => {
-    const points = [{ x: 0, y: 0 }, { x: 50, y: 50 }, { x: 100, y: 100 }];
-    const svg = LineChart({ id: 'soc', title: 'SoC', unit: '%', points, xLabel: (x) => `t${x}`, yRange: [0, 100] }) as string;
+    const points = [
+      { x: 0, y: 0 },
+      { x: 50, y: 50 },
+      { x: 100, y: 100 },
+    ];
+    const svg = LineChart({
+      id: 'soc',
+      title: 'SoC',
+      unit: '%',
+      points,
+      xLabel: (x) => `t${x}`,
+      yRange: [0, 100],
+    }) as string;
     expect(svg).toContain('<polyline class="line" points="56.0,190.0 223.0,108.0 390.0,26.0">');
     expect(svg.match(/<circle /g)).toHaveLength(3);
-    expect(svg).toContain('<desc id="soc-desc">3 points from t0 to t100; from 0 to 100 %. The table beside lists the values.</desc>');
+    expect(svg).toContain(
+      '<desc id="soc-desc">3 points from t0 to t100; from 0 to 100 %. The table beside lists the values.</desc>',
+    );
     expect(wellFormed(svg)).toBe(true);
   });
   test('many points: the line alone', () => {
@@ -101,7 +118,13 @@ describe('consumptionView', () => {
   });
 
   test('every day of the period, missing ones zero and not recorded; the last lifetime; the SoH by month', () => {
-    const stored = [day('2026-09-30', 5, 99), day('2026-10-01', 7, 98.5), day('2026-10-20', 9, 98), day('2026-11-24', 10, null), day('2026-11-25', 20, 97.5)];
+    const stored = [
+      day('2026-09-30', 5, 99),
+      day('2026-10-01', 7, 98.5),
+      day('2026-10-20', 9, 98),
+      day('2026-11-24', 10, null),
+      day('2026-11-25', 20, 97.5),
+    ];
     const view = consumptionView(summarize(stored), '2026-11-25', 30);
     expect(view.days).toHaveLength(30);
     expect(view.days[0]).toEqual({ label: '2026-10-27', km: 0, kwh: 0, recorded: 0 });
@@ -110,7 +133,11 @@ describe('consumptionView', () => {
       { label: '2026-11-25', km: 20, kwh: 4, recorded: 1 },
     ]);
     expect(view.lifetime).toEqual({ km: 1020, kwh: 200, hours: 10, socDrop: 20 });
-    expect(view.soh).toEqual([{ month: '2026-09', sohPercent: 99 }, { month: '2026-10', sohPercent: 98 }, { month: '2026-11', sohPercent: 97.5 }]);
+    expect(view.soh).toEqual([
+      { month: '2026-09', sohPercent: 99 },
+      { month: '2026-10', sohPercent: 98 },
+      { month: '2026-11', sohPercent: 97.5 },
+    ]);
   });
 
   test('no days: zeros, no lifetime, no SoH', () => {
@@ -136,13 +163,28 @@ describe('consumptionView', () => {
 });
 
 describe('healthOf', () => {
-  const status = { forwarding: true, waiting: 3, sent: 10, givenUp: 1, lastSentAt: '2026-11-25T11:00:00.000Z', lastSentUtc: 1, lastFailure: null, nextAttemptAt: null };
+  const status = {
+    forwarding: true,
+    waiting: 3,
+    sent: 10,
+    givenUp: 1,
+    lastSentAt: '2026-11-25T11:00:00.000Z',
+    lastSentUtc: 1,
+    lastFailure: null,
+    nextAttemptAt: null,
+  };
   test('a word first: Off, OK, or Failing when the last failure is newer than the last send', () => {
     expect(healthOf({ ...status, forwarding: false }).word).toBe('Off');
     expect(healthOf(status)).toEqual({ word: 'OK', tone: 'ok', detail: '3 waiting, 10 sent, 1 given up' });
     const failure = { at: '2026-11-25T11:05:00.000Z', status: null, error: 'ECONNREFUSED', attempt: 2 };
-    expect(healthOf({ ...status, lastFailure: failure })).toEqual({ word: 'Failing', tone: 'bad', detail: 'ECONNREFUSED; 3 waiting, 10 sent, 1 given up' });
+    expect(healthOf({ ...status, lastFailure: failure })).toEqual({
+      word: 'Failing',
+      tone: 'bad',
+      detail: 'ECONNREFUSED; 3 waiting, 10 sent, 1 given up',
+    });
     expect(healthOf({ ...status, lastFailure: { ...failure, at: '2026-11-25T10:00:00.000Z' } }).word).toBe('OK');
-    expect(healthOf({ ...status, lastSentAt: null, lastFailure: { ...failure, status: 401, error: null } }).detail).toStartWith('HTTP 401;');
+    expect(
+      healthOf({ ...status, lastSentAt: null, lastFailure: { ...failure, status: 401, error: null } }).detail,
+    ).toStartWith('HTTP 401;');
   });
 });

@@ -30,7 +30,9 @@ test('an https PUBLIC_URL makes the cookie Secure at its host only; the LAN addr
   const atPublicHost = await signInWith(s, { host: 'car.example.org' });
   expect(atPublicHost.setCookie).toEndWith(SECURE_END);
   const overLan = await signInWith(s, { host: '192.168.1.20:8080' });
-  expect(overLan.setCookie).toMatch(/^ev_ingest_session=[\w-]{43}; Max-Age=2592000; HttpOnly; SameSite=Strict; Path=\/$/);
+  expect(overLan.setCookie).toMatch(
+    /^ev_ingest_session=[\w-]{43}; Max-Age=2592000; HttpOnly; SameSite=Strict; Path=\/$/,
+  );
   expect(overLan.opens).toBe(true);
 });
 

@@ -15,9 +15,9 @@ test('a restart with the same password keeps the sessions; with another, ends th
 
   const same = await startTestService({ approvalPassword: PASSWORD }, { dir });
   expect((await getPage(same, '/dashboard', cookie)).status).toBe(200);
-  const kept = same.storage.db.query<{ salt: string; fingerprint: string }, []>(
-    'SELECT salt, fingerprint FROM dashboard_password',
-  ).all();
+  const kept = same.storage.db
+    .query<{ salt: string; fingerprint: string }, []>('SELECT salt, fingerprint FROM dashboard_password')
+    .all();
   expect(kept).toHaveLength(1);
   // A slow hash: a copy of the database must not test guesses at HMAC speed.
   const { salt, fingerprint } = kept[0]!;

@@ -37,13 +37,24 @@ function planOf(db: Database, sql: string): string[] {
 }
 
 test('latest and samplesSince answer right for an idle car behind a busy one, without a scan of samples', async () => {
-  await postSamples(OTHER_INSTALLATION, [{ utc: UTC - 50, soc: 40 }, { utc: UTC - 10, soc: 41 }]);
-  await postSamples(INSTALLATION, Array.from({ length: 100 }, (_, i) => ({ utc: UTC + i, soc: i % 100 })));
+  await postSamples(OTHER_INSTALLATION, [
+    { utc: UTC - 50, soc: 40 },
+    { utc: UTC - 10, soc: 41 },
+  ]);
+  await postSamples(
+    INSTALLATION,
+    Array.from({ length: 100 }, (_, i) => ({ utc: UTC + i, soc: i % 100 })),
+  );
   const { db, statements } = recording(service.storage.db);
   const history = new SampleHistory(db);
   expect(history.latest(OTHER_INSTALLATION)).toMatchObject({ utc: UTC - 10, soc: 41 });
   expect(history.latest(INSTALLATION)).toMatchObject({ utc: UTC + 99, soc: 99 });
-  expect(history.samplesSince(UTC - 10)).toEqual(new Map([[OTHER_INSTALLATION, 1], [INSTALLATION, 100]]));
+  expect(history.samplesSince(UTC - 10)).toEqual(
+    new Map([
+      [OTHER_INSTALLATION, 1],
+      [INSTALLATION, 100],
+    ]),
+  );
   const readsOfSamples = statements.filter((sql) => /FROM samples/.test(sql));
   expect(readsOfSamples.length).toBeGreaterThan(0);
   for (const sql of readsOfSamples) expect(planOf(db, sql).filter((line) => /^SCAN samples\b/.test(line))).toEqual([]);

@@ -12,7 +12,13 @@ export const SESSION_ID = 'session-1';
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 /** A POST of a form as a browser sends it, with a cookie and more headers if given. */
-export function postForm(service: Requester, path: string, fields: Record<string, string>, cookie?: string, headers: Record<string, string> = {}) {
+export function postForm(
+  service: Requester,
+  path: string,
+  fields: Record<string, string>,
+  cookie?: string,
+  headers: Record<string, string> = {},
+) {
   return service.request('POST', path, {
     body: new URLSearchParams(fields).toString(),
     token: null,
@@ -22,7 +28,10 @@ export function postForm(service: Requester, path: string, fields: Record<string
 
 /** A GET with the session's cookie. */
 export function getPage(service: Requester, path: string, cookie?: string, headers: Record<string, string> = {}) {
-  return service.request('GET', path, { token: null, headers: { ...(cookie === undefined ? {} : { cookie }), ...headers } });
+  return service.request('GET', path, {
+    token: null,
+    headers: { ...(cookie === undefined ? {} : { cookie }), ...headers },
+  });
 }
 
 /** The `name=value` of a `Set-Cookie`, as the browser sends it back. */
@@ -57,7 +66,9 @@ export async function seedInstallation(service: Requester): Promise<string> {
     { utc: utc - 3600, soc: 64.5, power: 11.2 },
     { utc: utc - 60, soc: 66, power: 11, speed: 0, lat: 52.52, lon: 13.405, is_charging: 1, car_model: 'mg4' },
   ];
-  expect((await service.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } })).status).toBe(200);
+  expect(
+    (await service.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples } })).status,
+  ).toBe(200);
 
   for (let day = 0; day < 40; day += 1) {
     const at = NOW - day * 86_400_000;
@@ -71,10 +82,24 @@ export async function seedInstallation(service: Requester): Promise<string> {
   }
 
   const startedAt = NOW - 7_200_000;
-  const curve = Array.from({ length: 30 }, (_, i) => ({ timestampMs: startedAt + i * 60_000, powerKw: i < 20 ? 120 - i : 60 - i, socPercent: 20 + i * 2 }));
+  const curve = Array.from({ length: 30 }, (_, i) => ({
+    timestampMs: startedAt + i * 60_000,
+    powerKw: i < 20 ? 120 - i : 60 - i,
+    socPercent: 20 + i * 2,
+  }));
   const session = {
-    installationId: INSTALLATION, startedAt, endedAt: startedAt + 1_800_000, energyKwh: 41.7, durationSeconds: 1800,
-    startSocPercent: 20, endSocPercent: 78, totalCost: 26.31, pricePerKwh: 0.59, gridEnergyKwh: 44.6, chargingLossPercent: 6.5, curve,
+    installationId: INSTALLATION,
+    startedAt,
+    endedAt: startedAt + 1_800_000,
+    energyKwh: 41.7,
+    durationSeconds: 1800,
+    startSocPercent: 20,
+    endSocPercent: 78,
+    totalCost: 26.31,
+    pricePerKwh: 0.59,
+    gridEnergyKwh: 44.6,
+    chargingLossPercent: 6.5,
+    curve,
   };
   expect((await service.request('PUT', `/v1/charging-sessions/${SESSION_ID}`, { body: session })).status).toBe(204);
   return deviceId;

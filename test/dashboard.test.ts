@@ -30,7 +30,10 @@ afterAll(() => service?.close());
 async function dashboard(overrides: Parameters<typeof startTestService>[0] = {}) {
   clock = NOW;
   elapsed = 0;
-  service = await startTestService({ approvalPassword: PASSWORD, ...overrides }, { now: () => clock, elapsed: () => elapsed });
+  service = await startTestService(
+    { approvalPassword: PASSWORD, ...overrides },
+    { now: () => clock, elapsed: () => elapsed },
+  );
   return service;
 }
 
@@ -42,7 +45,11 @@ async function seededAndSignedIn() {
 }
 
 const storedSessions = (s: TestService) =>
-  s.storage.db.query<{ tokenHash: string; expiresAt: number }, []>('SELECT token_hash AS tokenHash, expires_at AS expiresAt FROM dashboard_sessions').all();
+  s.storage.db
+    .query<{ tokenHash: string; expiresAt: number }, []>(
+      'SELECT token_hash AS tokenHash, expires_at AS expiresAt FROM dashboard_sessions',
+    )
+    .all();
 
 const PAGES = [
   '/dashboard',
@@ -64,13 +71,20 @@ describe('without a session', () => {
     await seedInstallation(s);
     for (const path of PAGES) {
       const bare = await getPage(s, path);
-      expect([path, bare.status, bare.headers.get('location'), bare.headers.get('set-cookie')]).toEqual([path, 303, '/dashboard/sign-in', null]);
+      expect([path, bare.status, bare.headers.get('location'), bare.headers.get('set-cookie')]).toEqual([
+        path,
+        303,
+        '/dashboard/sign-in',
+        null,
+      ]);
       const forged = await getPage(s, path, `ev_ingest_session=${'A'.repeat(43)}`);
       expect([forged.status, forged.headers.get('location')]).toEqual([303, '/dashboard/sign-in']);
       expect(forged.headers.get('set-cookie')).toBe('ev_ingest_session=; Max-Age=0; HttpOnly; SameSite=Strict; Path=/');
     }
     // The revoke form too: nothing is revoked.
-    const revoke = await postForm(s, `/dashboard/installations/${INSTALLATION}/devices/${crypto.randomUUID()}/revoke`, { form_token: 'x' });
+    const revoke = await postForm(s, `/dashboard/installations/${INSTALLATION}/devices/${crypto.randomUUID()}/revoke`, {
+      form_token: 'x',
+    });
     expect([revoke.status, revoke.headers.get('location')]).toEqual([303, '/dashboard/sign-in']);
   });
 
@@ -101,7 +115,9 @@ describe('sign-in', () => {
     const response = await postForm(s, '/dashboard/sign-in', { password: PASSWORD });
     expect([response.status, response.headers.get('location')]).toEqual([303, '/dashboard']);
     const cookie = response.headers.get('set-cookie')!;
-    expect(cookie).toMatch(/^ev_ingest_session=[A-Za-z0-9_-]{43}; Max-Age=2592000; HttpOnly; SameSite=Strict; Path=\/$/);
+    expect(cookie).toMatch(
+      /^ev_ingest_session=[A-Za-z0-9_-]{43}; Max-Age=2592000; HttpOnly; SameSite=Strict; Path=\/$/,
+    );
     const token = cookie.slice('ev_ingest_session='.length, cookie.indexOf(';'));
     expect(Buffer.from(token, 'base64url').length).toBe(32);
     expect(storedSessions(s)).toEqual([
@@ -118,18 +134,28 @@ describe('sign-in', () => {
     const s = await dashboard();
     const wrong = await postForm(s, '/dashboard/sign-in', { password: WRONG_PASSWORD });
     expect(wrong.status).toBe(403);
-    expect(await wrong.text()).toContain('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
+    expect(await wrong.text()).toContain(
+      'Wrong password. 4 tries left before the approval password locks for 60 seconds.',
+    );
     // Three wrong ones at the device endpoint count too.
-    for (let i = 0; i < 3; i += 1) expect((await s.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
+    for (let i = 0; i < 3; i += 1)
+      expect((await s.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
     const fifth = await postForm(s, '/dashboard/sign-in', { password: WRONG_PASSWORD });
     expect([fifth.status, fifth.headers.get('retry-after')]).toEqual([403, '60']);
     expect(await fifth.text()).toContain('Too many wrong passwords (5 in a row). Try again in 60 seconds.');
     elapsed += 15_000;
     const locked = await postForm(s, '/dashboard/sign-in', { password: PASSWORD });
-    expect([locked.status, locked.headers.get('retry-after'), locked.headers.get('set-cookie')]).toEqual([429, '45', null]);
+    expect([locked.status, locked.headers.get('retry-after'), locked.headers.get('set-cookie')]).toEqual([
+      429,
+      '45',
+      null,
+    ]);
     expect(await locked.text()).toContain('Try again in 45 seconds.');
     const form = await getPage(s, '/dashboard/sign-in');
-    expect([form.status, await form.text()]).toEqual([200, expect.stringContaining('role="alert">Too many wrong passwords (5 in a row). Try again in 45 seconds.</p>')]);
+    expect([form.status, await form.text()]).toEqual([
+      200,
+      expect.stringContaining('role="alert">Too many wrong passwords (5 in a row). Try again in 45 seconds.</p>'),
+    ]);
     expect(storedSessions(s)).toEqual([]);
     elapsed += 45_000;
     expect((await postForm(s, '/dashboard/sign-in', { password: PASSWORD })).status).toBe(303);
@@ -139,14 +165,20 @@ describe('sign-in', () => {
   test('no password, another site, or a body that is not a form: refused', async () => {
     const s = await dashboard();
     expect((await postForm(s, '/dashboard/sign-in', {})).status).toBe(403);
-    const crossSite = await postForm(s, '/dashboard/sign-in', { password: PASSWORD }, undefined, { 'sec-fetch-site': 'cross-site' });
+    const crossSite = await postForm(s, '/dashboard/sign-in', { password: PASSWORD }, undefined, {
+      'sec-fetch-site': 'cross-site',
+    });
     expect(crossSite.status).toBe(403);
-    const foreign = await postForm(s, '/dashboard/sign-in', { password: PASSWORD }, undefined, { origin: 'https://evil.example' });
+    const foreign = await postForm(s, '/dashboard/sign-in', { password: PASSWORD }, undefined, {
+      origin: 'https://evil.example',
+    });
     expect(foreign.status).toBe(403);
     const json = await s.request('POST', '/dashboard/sign-in', { body: { password: PASSWORD }, token: null });
     expect(json.status).toBe(400);
     expect(storedSessions(s)).toEqual([]);
-    const sameOrigin = await postForm(s, '/dashboard/sign-in', { password: PASSWORD }, undefined, { origin: 'http://localhost' });
+    const sameOrigin = await postForm(s, '/dashboard/sign-in', { password: PASSWORD }, undefined, {
+      origin: 'http://localhost',
+    });
     expect(sameOrigin.status).toBe(303);
   });
 });
@@ -172,7 +204,9 @@ describe('the cookie', () => {
     expect(await setCookie(s, { host: 'car.example.org' })).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
     await s.close();
     s = await dashboard({ trustProxy: true });
-    expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).toEndWith('; HttpOnly; SameSite=Strict; Path=/; Secure');
+    expect(await setCookie(s, { 'x-forwarded-proto': 'https' })).toEndWith(
+      '; HttpOnly; SameSite=Strict; Path=/; Secure',
+    );
     expect(await setCookie(s, { 'x-forwarded-proto': 'http' })).not.toContain('Secure');
   });
 
@@ -203,7 +237,12 @@ describe('forms', () => {
     const path = `/dashboard/installations/${INSTALLATION}/devices/${deviceId}/revoke`;
     const refusals = [
       await postForm(s, path, {}, cookie),
-      await postForm(s, path, { form_token: `${token.slice(0, -1)}A` === token ? `${token.slice(0, -1)}B` : `${token.slice(0, -1)}A` }, cookie),
+      await postForm(
+        s,
+        path,
+        { form_token: `${token.slice(0, -1)}A` === token ? `${token.slice(0, -1)}B` : `${token.slice(0, -1)}A` },
+        cookie,
+      ),
       await postForm(s, path, { form_token: await formTokenOf(s, other) }, cookie),
       await postForm(s, path, { form_token: token }, cookie, { 'sec-fetch-site': 'cross-site' }),
       await postForm(s, path, { form_token: token }, cookie, { origin: 'http://evil.example' }),
@@ -214,11 +253,19 @@ describe('forms', () => {
     }
     expect(s.devices.list()[0]!.revokedAt).toBeNull();
     const done = await postForm(s, path, { form_token: token }, cookie);
-    expect([done.status, done.headers.get('location')]).toEqual([303, `/dashboard/installations/${INSTALLATION}#devices`]);
+    expect([done.status, done.headers.get('location')]).toEqual([
+      303,
+      `/dashboard/installations/${INSTALLATION}#devices`,
+    ]);
     expect(s.devices.list()[0]!.revokedAt).toBe(NOW);
     expect(s.log.lines.some((line) => line.includes('device.revoked') && line.includes('by=dashboard'))).toBe(true);
     // Another installation's page cannot revoke this installation's device.
-    const elsewhere = await postForm(s, `/dashboard/installations/${OTHER_INSTALLATION}/devices/${deviceId}/revoke`, { form_token: token }, cookie);
+    const elsewhere = await postForm(
+      s,
+      `/dashboard/installations/${OTHER_INSTALLATION}/devices/${deviceId}/revoke`,
+      { form_token: token },
+      cookie,
+    );
     expect(elsewhere.status).toBe(404);
   });
 
@@ -235,8 +282,11 @@ describe('forms', () => {
       'ev_ingest_session=; Max-Age=0; HttpOnly; SameSite=Strict; Path=/',
     ]);
     expect(storedSessions(s)).toEqual([]);
-    for (const path of PAGES) expect((await getPage(s, path, cookie)).headers.get('location')).toBe('/dashboard/sign-in');
-    expect((await postForm(s, '/dashboard/sign-out', { form_token: token }, cookie)).headers.get('location')).toBe('/dashboard/sign-in');
+    for (const path of PAGES)
+      expect((await getPage(s, path, cookie)).headers.get('location')).toBe('/dashboard/sign-in');
+    expect((await postForm(s, '/dashboard/sign-out', { form_token: token }, cookie)).headers.get('location')).toBe(
+      '/dashboard/sign-in',
+    );
   });
 });
 
@@ -288,9 +338,15 @@ describe('pages', () => {
 
   test('a chunk written after a page shows on the next one (the summary is not kept past a chunk write)', async () => {
     const { s, cookie } = await seededAndSignedIn();
-    const page = () => getPage(s, `/dashboard/installations/${INSTALLATION}`, cookie).then((response) => response.text());
+    const page = () =>
+      getPage(s, `/dashboard/installations/${INSTALLATION}`, cookie).then((response) => response.text());
     expect(await page()).toContain('<dt>Distance</dt><dd>1,600 km</dd>');
-    const old = consumptionChunk({ recordedAt: NOW - 400 * 86_400_000, date: '2025-10-21', day: { km: 100, kwh: 15, hours: 1, socDrop: 10 }, sohPercent: 99 });
+    const old = consumptionChunk({
+      recordedAt: NOW - 400 * 86_400_000,
+      date: '2025-10-21',
+      day: { km: 100, kwh: 15, hours: 1, socDrop: 10 },
+      sohPercent: 99,
+    });
     expect((await s.request('PUT', '/v1/consumption/daily', { body: old })).status).toBe(204);
     const html = await page();
     expect(html).toContain('<dt>Distance</dt><dd>1,700 km</dd>');
@@ -300,18 +356,29 @@ describe('pages', () => {
   test('charging sessions: the cards, one session with power and charge curves, an unknown one 404', async () => {
     const { s, cookie } = await seededAndSignedIn();
     const list = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions`, cookie)).text();
-    expect(list).toContain(`href="/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}">2026-11-25 10:00 UTC</a>`);
+    expect(list).toContain(
+      `href="/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}">2026-11-25 10:00 UTC</a>`,
+    );
     expect(list).toContain('<div><dt>Charge</dt><dd>20 % → 78 %</dd></div><div><dt>Cost</dt><dd>26.31</dd></div>');
-    const one = await (await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}`, cookie)).text();
+    const one = await (
+      await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/${SESSION_ID}`, cookie)
+    ).text();
     expect(one).toContain('<title id="power-title">Charging power over time (UTC)</title>');
     expect(one).toContain('<title id="soc-title">State of charge over time (UTC)</title>');
     expect(one.match(/<circle /g)).toHaveLength(60);
-    expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/nope`, cookie)).status).toBe(404);
+    expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/charging-sessions/nope`, cookie)).status).toBe(
+      404,
+    );
   });
 
   test('exports stream the owner service’s bytes as attachments; an unknown kind or format is 404', async () => {
     const { s, cookie } = await seededAndSignedIn();
-    for (const [kind, format] of [['telemetry', 'csv'], ['telemetry', 'gpx'], ['consumption', 'ndjson'], ['sessions', 'csv']] as const) {
+    for (const [kind, format] of [
+      ['telemetry', 'csv'],
+      ['telemetry', 'gpx'],
+      ['consumption', 'ndjson'],
+      ['sessions', 'csv'],
+    ] as const) {
       const response = await getPage(s, `/dashboard/installations/${INSTALLATION}/export/${kind}.${format}`, cookie);
       const expected = s.ownerData.exportStream(kind, INSTALLATION, format as never);
       expect(response.status).toBe(200);
@@ -319,7 +386,9 @@ describe('pages', () => {
       expect(response.headers.get('content-disposition')).toBe(`attachment; filename="${expected.filename}"`);
       expect(await response.text()).toBe(await new Response(expected.body).text());
     }
-    expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/export/consumption.gpx`, cookie)).status).toBe(404);
+    expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/export/consumption.gpx`, cookie)).status).toBe(
+      404,
+    );
     expect((await getPage(s, `/dashboard/installations/${INSTALLATION}/export/toString.csv`, cookie)).status).toBe(404);
   });
 });

@@ -43,10 +43,14 @@ describe('ev-ingest devices add', () => {
     expect(added.code).toBe(0);
     const [described, token, end] = added.stdout.split('\n');
     expect(end).toBe('');
-    expect(described).toMatch(new RegExp(`^added \\S+ installation=${INSTALLATION} active created=\\S+ lastSeen=never name="OVMS module"$`));
+    expect(described).toMatch(
+      new RegExp(`^added \\S+ installation=${INSTALLATION} active created=\\S+ lastSeen=never name="OVMS module"$`),
+    );
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(added.stderr).toContain('shown once');
-    const row = service.storage.db.query('SELECT token_hash AS hash, awaiting_collection AS awaiting FROM devices').get();
+    const row = service.storage.db
+      .query('SELECT token_hash AS hash, awaiting_collection AS awaiting FROM devices')
+      .get();
     expect(row).toEqual({ hash: tokenHash(token!), awaiting: 0 });
     await service.close();
     for (const file of ['ev-ingest.db', 'ev-ingest.db-wal'].map((name) => join(dir, name)).filter(existsSync)) {
@@ -91,7 +95,12 @@ describe('ev-ingest devices add', () => {
     ['no installation id', [], 2, `ev-ingest: usage:\n${DEVICES_USAGE}\n`],
     ['an installation id that is no UUID', ['car-1'], 2, 'ev-ingest: INSTALLATION_ID must be a UUID\n'],
     ['--name without a value', [INSTALLATION, '--name'], 2, `ev-ingest: usage:\n${DEVICES_USAGE}\n`],
-    ['a name with a control character', [INSTALLATION, '--name', 'a\u0007b'], 2, 'ev-ingest: --name must not hold control or text-direction characters\n'],
+    [
+      'a name with a control character',
+      [INSTALLATION, '--name', 'a\u0007b'],
+      2,
+      'ev-ingest: --name must not hold control or text-direction characters\n',
+    ],
     ['another option', [INSTALLATION, '--yes'], 2, 'ev-ingest: unknown option "--yes"; no command has options\n'],
     ['two installation ids', [INSTALLATION, INSTALLATION], 2, `ev-ingest: usage:\n${DEVICES_USAGE}\n`],
   ])('refuses %s and adds nothing', async (_, args, code, stderr) => {

@@ -28,7 +28,10 @@ let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
 const now = () => clock;
 const open: TestService[] = [];
 async function start(options: { dir?: string; approvalPassword?: string | null } = {}) {
-  const service = await startTestService({ approvalPassword: PASSWORD, ...options }, { now, elapsed: now, dir: options.dir });
+  const service = await startTestService(
+    { approvalPassword: PASSWORD, ...options },
+    { now, elapsed: now, dir: options.dir },
+  );
   open.push(service);
   return service;
 }
@@ -55,7 +58,8 @@ async function pairFinishingSync(service: TestService, syncs: HeldSyncs) {
 }
 
 /** How often the registry has read the devices table again since the service started. */
-const reloads = (service: TestService) => service.log.lines.filter((line) => line.includes(' info devices.reloaded ')).length;
+const reloads = (service: TestService) =>
+  service.log.lines.filter((line) => line.includes(' info devices.reloaded ')).length;
 
 describe('GET /v1/devices', () => {
   test('lists devices newest first with ISO times, for the approval password only', async () => {
@@ -68,13 +72,30 @@ describe('GET /v1/devices', () => {
       status: 200,
       body: {
         devices: [
-          { id: second.deviceId, installationId: OTHER_INSTALLATION, name: 'second', createdAt: new Date(clock).toISOString(), lastSeenAt: null, revokedAt: null },
-          { id: first.deviceId, installationId: INSTALLATION, name: 'first', createdAt: createdFirst, lastSeenAt: null, revokedAt: null },
+          {
+            id: second.deviceId,
+            installationId: OTHER_INSTALLATION,
+            name: 'second',
+            createdAt: new Date(clock).toISOString(),
+            lastSeenAt: null,
+            revokedAt: null,
+          },
+          {
+            id: first.deviceId,
+            installationId: INSTALLATION,
+            name: 'first',
+            createdAt: createdFirst,
+            lastSeenAt: null,
+            revokedAt: null,
+          },
         ],
       },
     });
     for (const token of [null, WRONG_PASSWORD, first.token]) {
-      expect(await answer(await service.request('GET', '/v1/devices', { token }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+      expect(await answer(await service.request('GET', '/v1/devices', { token }))).toEqual({
+        status: 401,
+        body: { error: 'unauthorized' },
+      });
     }
     // The shared ingest token is not the approval password either.
     expect((await service.request('GET', '/v1/devices')).status).toBe(401);
@@ -86,21 +107,39 @@ describe('POST /v1/devices/{id}/revoke', () => {
     const service = await start();
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
     const revokedAt = new Date(clock).toISOString();
-    const expected = { id: deviceId, installationId: INSTALLATION, name: 'MG4', createdAt: revokedAt, lastSeenAt: null, revokedAt };
-    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({ status: 200, body: expected });
+    const expected = {
+      id: deviceId,
+      installationId: INSTALLATION,
+      name: 'MG4',
+      createdAt: revokedAt,
+      lastSeenAt: null,
+      revokedAt,
+    };
+    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({
+      status: 200,
+      body: expected,
+    });
     expect(refused(service, token)).toBe(true);
     clock += 5000;
-    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({ status: 200, body: expected });
+    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }))).toEqual({
+      status: 200,
+      body: expected,
+    });
     for (const unknown of ['nope', '%ZZ']) {
-      expect(await answer(await service.request('POST', `/v1/devices/${unknown}/revoke`, { token: PASSWORD }))).toEqual({ status: 404, body: { error: 'device not found' } });
+      expect(await answer(await service.request('POST', `/v1/devices/${unknown}/revoke`, { token: PASSWORD }))).toEqual(
+        { status: 404, body: { error: 'device not found' } },
+      );
     }
-    expect(await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: WRONG_PASSWORD }))).toEqual({ status: 401, body: { error: 'unauthorized' } });
+    expect(
+      await answer(await service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: WRONG_PASSWORD })),
+    ).toEqual({ status: 401, body: { error: 'unauthorized' } });
   });
 
   test('the token is refused as soon as the revocation is asked, while its write still waits to commit', async () => {
     const service = await start();
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
-    const history = async () => answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token }));
+    const history = async () =>
+      answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token }));
     expect((await history()).status).toBe(200);
     const { committer } = service.storage;
     const write = committer.write.bind(committer);
@@ -112,7 +151,9 @@ describe('POST /v1/devices/{id}/revoke', () => {
     const release = () => holder.inTransaction && holder.run('COMMIT');
     try {
       let answered = false;
-      const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
+      const revoking = service
+        .request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD })
+        .then((response) => ((answered = true), response));
       await waitUntil(() => writes.includes('revokeDevice'));
       expect(await history()).toEqual({ status: 401, body: { error: 'unauthorized' } });
       expect(answered).toBe(false);
@@ -128,19 +169,26 @@ describe('POST /v1/devices/{id}/revoke', () => {
   test('a device id in capitals names the same device', async () => {
     const service = await start();
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
-    const answered = await answer(await service.request('POST', `/v1/devices/${deviceId.toUpperCase()}/revoke`, { token: PASSWORD }));
+    const answered = await answer(
+      await service.request('POST', `/v1/devices/${deviceId.toUpperCase()}/revoke`, { token: PASSWORD }),
+    );
     expect(answered).toMatchObject({ status: 200, body: { id: deviceId, revokedAt: new Date(clock).toISOString() } });
     expect(refused(service, token)).toBe(true);
   });
 
   test('with DURABILITY=fast a revocation is on disk before its answer: a power cut must not revive it', async () => {
     const syncs = heldSyncs();
-    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
+    const service = await startTestService(
+      { approvalPassword: PASSWORD, durability: 'fast' },
+      { now, elapsed: now, syncFile: syncs.syncFile },
+    );
     open.push(service);
     let answered = false;
     try {
       const { deviceId } = await pairFinishingSync(service, syncs);
-      const revoking = service.request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD }).then((response) => ((answered = true), response));
+      const revoking = service
+        .request('POST', `/v1/devices/${deviceId}/revoke`, { token: PASSWORD })
+        .then((response) => ((answered = true), response));
       await waitUntil(() => syncs.calls.length > 1);
       expect([syncs.calls.length, answered]).toEqual([2, false]);
       syncs.calls[1]!.finish();
@@ -152,7 +200,10 @@ describe('POST /v1/devices/{id}/revoke', () => {
 
   test('with DURABILITY=fast a collected token is on disk before the car has it, surviving a power cut', async () => {
     const syncs = heldSyncs();
-    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
+    const service = await startTestService(
+      { approvalPassword: PASSWORD, durability: 'fast' },
+      { now, elapsed: now, syncFile: syncs.syncFile },
+    );
     open.push(service);
     const started = await startPairing(service, INSTALLATION);
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
@@ -180,7 +231,11 @@ describe('across restarts', () => {
     await service.close();
 
     const again = await start({ dir, approvalPassword: null });
-    expect(again.auth.authenticate(`Bearer ${kept.token}`)).toEqual({ kind: 'device', deviceId: kept.deviceId, installationId: INSTALLATION });
+    expect(again.auth.authenticate(`Bearer ${kept.token}`)).toEqual({
+      kind: 'device',
+      deviceId: kept.deviceId,
+      installationId: INSTALLATION,
+    });
     expect(refused(again, revoked.token)).toBe(true);
     expect((await again.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(404);
   });
@@ -199,10 +254,14 @@ describe('across restarts', () => {
     const log = createMemoryLogger();
     const starting = serve(testConfig(dir, { approvalPassword: PASSWORD }), log);
     try {
-      expect(await Promise.race([starting.then(() => 'listening'), Bun.sleep(1000).then(() => 'starting')])).toBe('starting');
+      expect(await Promise.race([starting.then(() => 'listening'), Bun.sleep(1000).then(() => 'starting')])).toBe(
+        'starting',
+      );
       release();
       const running = await starting;
-      const first = await fetch(new URL(`/v1/consumption/history/${INSTALLATION}`, running.url), { headers: { authorization: `Bearer ${lost.token}` } });
+      const first = await fetch(new URL(`/v1/consumption/history/${INSTALLATION}`, running.url), {
+        headers: { authorization: `Bearer ${lost.token}` },
+      });
       const started = log.lines.find((line) => line.includes(' info started '));
       expect([first.status, started?.match(/ devices=\d+ /)?.[0]]).toEqual([401, ' devices=0 ']);
     } finally {
@@ -224,7 +283,12 @@ describe('the registry watcher', () => {
     };
     const found = (token: string) => service.devices.find(tokenHash(token));
     try {
-      change('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 1)', 'added', INSTALLATION, tokenHash('token-a'));
+      change(
+        'INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 1)',
+        'added',
+        INSTALLATION,
+        tokenHash('token-a'),
+      );
       expect(found('token-a')).toEqual({ id: 'added', installationId: INSTALLATION });
       change("UPDATE devices SET token_hash = ? WHERE id = 'added'", tokenHash('token-b'));
       expect(found('token-a')).toBeUndefined();
@@ -250,13 +314,16 @@ describe('the registry watcher', () => {
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
     service.devices.reloadIfChanged(); // the pairing's own insert moved the version
     const reloadsBefore = reloads(service);
-    const dataVersion = () => service.storage.db.query<{ data_version: number }, []>('PRAGMA data_version').get()!.data_version;
+    const dataVersion = () =>
+      service.storage.db.query<{ data_version: number }, []>('PRAGMA data_version').get()!.data_version;
     const committedBefore = dataVersion();
 
     const batch = { installationId: INSTALLATION, samples: [{ utc: Math.floor(clock / 1000) - 60, soc: 50 }] };
     expect((await service.request('POST', '/v1/telemetry', { body: batch, token })).status).toBe(200);
     await service.storage.committer.idle();
-    expect(service.storage.db.query('SELECT last_seen_at AS at FROM devices WHERE id = ?').get(deviceId)).toEqual({ at: clock });
+    expect(service.storage.db.query('SELECT last_seen_at AS at FROM devices WHERE id = ?').get(deviceId)).toEqual({
+      at: clock,
+    });
     expect(service.storage.db.query('SELECT count(*) AS n FROM samples').get()).toEqual({ n: 1 });
     expect(dataVersion()).not.toBe(committedBefore); // the writer did commit: a data_version check would reload here
 
@@ -281,12 +348,19 @@ describe('the registry watcher', () => {
   test('a reload before a revocation commits reads it unrevoked; the token is refused from the commit on', async () => {
     const syncs = heldSyncs();
     // fast: the revocation's own sync (its flush) comes after the commit, and is held here.
-    const service = await startTestService({ approvalPassword: PASSWORD, durability: 'fast' }, { now, elapsed: now, syncFile: syncs.syncFile });
+    const service = await startTestService(
+      { approvalPassword: PASSWORD, durability: 'fast' },
+      { now, elapsed: now, syncFile: syncs.syncFile },
+    );
     open.push(service);
     const { token, deviceId } = await pairFinishingSync(service, syncs);
     const other = openDatabase(service.config.databasePath, 'full'); // the command's connection, say
     try {
-      other.run('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 1)', ['added', OTHER_INSTALLATION, tokenHash('token-a')]);
+      other.run('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 1)', [
+        'added',
+        OTHER_INSTALLATION,
+        tokenHash('token-a'),
+      ]);
       other.run('BEGIN IMMEDIATE'); // holds the write lock: the revocation cannot commit yet
       const revoking = service.devices.revoke(deviceId);
       service.devices.reloadIfChanged(); // the insert moved the version: this reads the row not yet revoked
@@ -336,7 +410,9 @@ describe('lastSeenAt', () => {
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
     const lastSeen = async () => {
       await service.storage.committer.idle();
-      return service.storage.db.query<{ at: number | null }, [string]>('SELECT last_seen_at AS at FROM devices WHERE id = ?').get(deviceId)!.at;
+      return service.storage.db
+        .query<{ at: number | null }, [string]>('SELECT last_seen_at AS at FROM devices WHERE id = ?')
+        .get(deviceId)!.at;
     };
     const firstUse = clock;
     service.auth.authenticate(`Bearer ${token}`);
@@ -352,12 +428,17 @@ describe('lastSeenAt', () => {
   test('keeps its once a minute when the wall clock is set back (NTP): measured on a monotonic clock', async () => {
     let wall = clock;
     let monotonic = 0;
-    const service = await startTestService({ approvalPassword: PASSWORD }, { now: () => wall, elapsed: () => monotonic });
+    const service = await startTestService(
+      { approvalPassword: PASSWORD },
+      { now: () => wall, elapsed: () => monotonic },
+    );
     open.push(service);
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
     const lastSeen = async () => {
       await service.storage.committer.idle();
-      return service.storage.db.query<{ at: number | null }, [string]>('SELECT last_seen_at AS at FROM devices WHERE id = ?').get(deviceId)!.at;
+      return service.storage.db
+        .query<{ at: number | null }, [string]>('SELECT last_seen_at AS at FROM devices WHERE id = ?')
+        .get(deviceId)!.at;
     };
     service.auth.authenticate(`Bearer ${token}`);
     expect(await lastSeen()).toBe(wall);
@@ -408,7 +489,8 @@ describe('ev-ingest devices', () => {
     try {
       const car = overSocket(running);
       const { token, deviceId } = await pairDevice(car, INSTALLATION);
-      const history = async () => (await car.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token })).status;
+      const history = async () =>
+        (await car.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token })).status;
       expect(await history()).toBe(200);
       expect((await run(config.databasePath, 'revoke', deviceId)).code).toBe(0);
       const revoked = performance.now(); // the command has exited, its revocation committed before
@@ -426,7 +508,11 @@ describe('ev-ingest devices', () => {
   test('an unknown id, a missing database and bad usage fail with a message', async () => {
     const service = await start();
     const unknown = await run(service.config.databasePath, 'revoke', 'no-such-device');
-    expect(unknown).toEqual({ code: 1, stdout: '', stderr: 'ev-ingest: no device with id "no-such-device"; see "ev-ingest devices list"\n' });
+    expect(unknown).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'ev-ingest: no device with id "no-such-device"; see "ev-ingest devices list"\n',
+    });
     const missing = await run(join(tempDir(), 'absent.db'), 'list');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no database at');
@@ -451,6 +537,8 @@ describe('ev-ingest devices', () => {
     const wrongCall = { code: 2, stdout: '', stderr: `ev-ingest: usage:\n${DEVICES_USAGE}\n` };
     expect(await run(service.config.databasePath, 'list', 'all')).toEqual(wrongCall);
     expect(await run(service.config.databasePath, 'revoke', deviceId, 'now')).toEqual(wrongCall);
-    expect(service.storage.db.query('SELECT revoked_at AS at FROM devices WHERE id = ?').get(deviceId)).toEqual({ at: null });
+    expect(service.storage.db.query('SELECT revoked_at AS at FROM devices WHERE id = ?').get(deviceId)).toEqual({
+      at: null,
+    });
   });
 });

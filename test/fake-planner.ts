@@ -97,7 +97,8 @@ export function startFakePlanner(reply: FakePlanner['reply'] = () => ACCEPT): Fa
       return maxInFlightPerToken;
     },
     reply,
-    utcsOf: (token) => requests.filter((request) => request.token === token).map((request) => request.tlm.utc as number),
+    utcsOf: (token) =>
+      requests.filter((request) => request.token === token).map((request) => request.tlm.utc as number),
     async waitFor(count, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       while (requests.length < count) {

@@ -11,7 +11,11 @@ function written(level: LogLevel): string[] {
   log.warn('stop.forced');
   log.error('stop.failed');
   log.flush();
-  return text.join('').split('\n').filter(Boolean).map((line) => line.split(' ')[2]!);
+  return text
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[2]!);
 }
 
 test('LOG_LEVEL writes its own level and those above it, nothing below', () => {

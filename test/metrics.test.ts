@@ -35,7 +35,7 @@ async function scrape(url: URL): Promise<{ text: string; series: Scrape }> {
 
 let planner: FakePlanner;
 let running: Running;
-let gate = Promise.withResolvers<void>();
+const gate = Promise.withResolvers<void>();
 const utc = Math.floor(Date.now() / 1000) - 600;
 
 beforeAll(async () => {

@@ -9,6 +9,8 @@ import { openDatabase } from '../src/db/open.ts';
 
 const [path] = process.argv.slice(2) as [string];
 const db = openDatabase(path, 'full');
-process.stdout.write(`busy_timeout=${db.query<{ timeout: number }, []>('PRAGMA busy_timeout').get()!.timeout}\nopened\n`);
+process.stdout.write(
+  `busy_timeout=${db.query<{ timeout: number }, []>('PRAGMA busy_timeout').get()!.timeout}\nopened\n`,
+);
 migrate(db);
 db.close();

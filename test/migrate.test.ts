@@ -22,13 +22,16 @@ function migrateWithDrizzle(db: Database, count: number): void {
   mkdirSync(join(folder, 'meta'));
   const entries = journal.entries.slice(0, count);
   writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify({ ...journal, entries }));
-  for (const { tag } of entries) copyFileSync(join(import.meta.dir, '../drizzle', `${tag}.sql`), join(folder, `${tag}.sql`));
+  for (const { tag } of entries)
+    copyFileSync(join(import.meta.dir, '../drizzle', `${tag}.sql`), join(folder, `${tag}.sql`));
   drizzleMigrate(drizzle(db), { migrationsFolder: folder });
 }
 
 /** What a migrator leaves that one could tell apart: the schema and, if their table exists, the migrations recorded. */
 function footprint(db: Database) {
-  const schema = db.query<{ name: string }, []>('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name').all();
+  const schema = db
+    .query<{ name: string }, []>('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name')
+    .all();
   const recorded = schema.some((row) => row.name === '__drizzle_migrations')
     ? db.query('SELECT id, hash, created_at FROM __drizzle_migrations ORDER BY rowid').all()
     : null;
@@ -54,7 +57,9 @@ test("a fresh database is migrated and recorded as drizzle's own migrator does i
   migrate(db);
   expect(migrationsPending(db)).toBe(false);
   expect(footprint(db)).toEqual(migratedByDrizzle());
-  expect(footprint(db).recorded).toEqual(journal.entries.map(({ when }, i) => ({ id: null, hash: MIGRATIONS[i]!.hash, created_at: when })));
+  expect(footprint(db).recorded).toEqual(
+    journal.entries.map(({ when }, i) => ({ id: null, hash: MIGRATIONS[i]!.hash, created_at: when })),
+  );
   db.close();
 });
 
@@ -77,7 +82,7 @@ test('a database either migrator took part of the way is finished by the other a
   }
 });
 
-test("a database with nothing to apply is left without the write lock: a command never waits for a busy server", () => {
+test('a database with nothing to apply is left without the write lock: a command never waits for a busy server', () => {
   const path = join(tempDir(), 'ev-ingest.db');
   const server = openDatabase(path, 'fast');
   migrate(server);
@@ -124,15 +129,24 @@ test('a migration that fails leaves the database as the run found it: nothing of
 
 test("a migration part of two statements (a breakpoint forgotten) runs both; drizzle's migrator ran the first", () => {
   const db = freshDatabase();
-  migrate(db, [...MIGRATIONS, extraMigration('CREATE TABLE `first` (`x` integer);\nCREATE TABLE `second` (`y` integer);')]);
-  expect(db.query("SELECT name FROM sqlite_master WHERE name IN ('first', 'second') ORDER BY name").values()).toEqual([['first'], ['second']]);
+  migrate(db, [
+    ...MIGRATIONS,
+    extraMigration('CREATE TABLE `first` (`x` integer);\nCREATE TABLE `second` (`y` integer);'),
+  ]);
+  expect(db.query("SELECT name FROM sqlite_master WHERE name IN ('first', 'second') ORDER BY name").values()).toEqual([
+    ['first'],
+    ['second'],
+  ]);
   db.close();
 });
 
 /** migrate-child.ts started on `path`, once it has opened the database; `outcome` settles when it ends. */
 async function openedMigratingProcess(path: string) {
   const child = Bun.spawn([process.execPath, CHILD, path], { stdout: 'pipe', stderr: 'pipe' });
-  const outcome = Promise.all([child.exited, new Response(child.stderr).text()]).then(([code, stderr]) => ({ code, stderr }));
+  const outcome = Promise.all([child.exited, new Response(child.stderr).text()]).then(([code, stderr]) => ({
+    code,
+    stderr,
+  }));
   let said = '';
   const decoder = new TextDecoder();
   for await (const chunk of child.stdout) {
@@ -182,20 +196,24 @@ test('opening a new database whose lock another holds before the WAL switch wait
   db.close();
 });
 
-test('the WAL switch gives up after the busy timeout, though the last lock it meets is exclusive and waited behind', async () => {
-  const path = join(tempDir(), 'ev-ingest.db');
-  writeFileSync(path, '');
-  const held = new Database(path);
-  held.run('BEGIN IMMEDIATE'); // refused at once: the child tries again and again
-  const started = performance.now();
-  const child = Bun.spawn([process.execPath, CHILD, path], { stdout: 'pipe', stderr: 'pipe' });
-  await Bun.sleep(limits.databaseBusyMs - 1000);
-  held.run('ROLLBACK');
-  held.run('BEGIN EXCLUSIVE'); // now each try waits in SQLite's busy handler
-  const code = await child.exited;
-  const tookMs = performance.now() - started;
-  held.run('ROLLBACK');
-  held.close();
-  expect([code, await new Response(child.stderr).text()]).toEqual([1, expect.stringContaining('database is locked')]);
-  expect(tookMs).toBeLessThan(limits.databaseBusyMs + 1000); // not a second full timeout after the first
-}, 3 * limits.databaseBusyMs); // bun's default of 5 s is shorter than the wait this test makes
+test(
+  'the WAL switch gives up after the busy timeout, though the last lock it meets is exclusive and waited behind',
+  async () => {
+    const path = join(tempDir(), 'ev-ingest.db');
+    writeFileSync(path, '');
+    const held = new Database(path);
+    held.run('BEGIN IMMEDIATE'); // refused at once: the child tries again and again
+    const started = performance.now();
+    const child = Bun.spawn([process.execPath, CHILD, path], { stdout: 'pipe', stderr: 'pipe' });
+    await Bun.sleep(limits.databaseBusyMs - 1000);
+    held.run('ROLLBACK');
+    held.run('BEGIN EXCLUSIVE'); // now each try waits in SQLite's busy handler
+    const code = await child.exited;
+    const tookMs = performance.now() - started;
+    held.run('ROLLBACK');
+    held.close();
+    expect([code, await new Response(child.stderr).text()]).toEqual([1, expect.stringContaining('database is locked')]);
+    expect(tookMs).toBeLessThan(limits.databaseBusyMs + 1000); // not a second full timeout after the first
+  },
+  3 * limits.databaseBusyMs,
+); // bun's default of 5 s is shorter than the wait this test makes

@@ -6,7 +6,6 @@ import { openDatabase } from '../src/db/open.ts';
 import { MIGRATIONS, OWNER_DATA } from './owner-support.ts';
 import { tempDir } from './support.ts';
 
-
 test('its backfill walks the key back once per installation and aggregates the samples in one pass', () => {
   const db = openDatabase(join(tempDir(), 'ev-ingest.db'), 'fast');
   migrate(db, MIGRATIONS.slice(0, OWNER_DATA));

@@ -10,7 +10,6 @@ import { PlannerState } from '../src/telemetry/schema.ts';
 import { MIGRATIONS, OWNER_DATA } from './owner-support.ts';
 import { INSTALLATION, OTHER_INSTALLATION, tempDir } from './support.ts';
 
-
 test('installations get their newest utc, planner_status the sent and given-up counts and the newest sent utc', () => {
   const db = openDatabase(join(tempDir(), 'ev-ingest.db'), 'fast');
   migrate(db, MIGRATIONS.slice(0, OWNER_DATA));

@@ -68,7 +68,12 @@ describe('samples', () => {
     expect([...service.samples.rows(INSTALLATION)].length).toBe(25);
     expect([...service.samples.rows(INSTALLATION, { from: UTC + 30 })]).toEqual([]);
     expect(service.samples.samplesSince(UTC + 20)).toEqual(new Map([[INSTALLATION, 5]]));
-    expect(service.samples.samplesSince(0)).toEqual(new Map([[INSTALLATION, 25], [OTHER_INSTALLATION, 1]]));
+    expect(service.samples.samplesSince(0)).toEqual(
+      new Map([
+        [INSTALLATION, 25],
+        [OTHER_INSTALLATION, 1],
+      ]),
+    );
   });
 });
 

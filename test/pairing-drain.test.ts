@@ -52,8 +52,7 @@ function upload(path: string, chunk: number, everyMs: number, type = 'applicatio
       resolve({ answer, sent, ms: performance.now() - began });
     });
     socket.write(
-      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: ${type}\r\n` +
-        `Content-Length: ${BODY_BYTES}\r\n\r\n`,
+      `POST ${path} HTTP/1.1\r\nHost: ev.test\r\nContent-Type: ${type}\r\n` + `Content-Length: ${BODY_BYTES}\r\n\r\n`,
     );
     const next = () => {
       if (closed || sent >= BODY_BYTES) return;
@@ -88,8 +87,12 @@ function parseAnswer(raw: string): { head: string; body: string; whole: boolean 
 /** Whether the client read the 400 `body is too large` with `Connection: close`; `whole`: its framing's end too. */
 function readsTooLarge(answer: string, whole: boolean): boolean {
   const parsed = parseAnswer(answer);
-  return (parsed.whole || !whole) && /^HTTP\/1\.1 400 /.test(parsed.head) &&
-    /\r\nconnection: close\r\n/i.test(parsed.head) && parsed.body === '{"error":"body is too large"}';
+  return (
+    (parsed.whole || !whole) &&
+    /^HTTP\/1\.1 400 /.test(parsed.head) &&
+    /\r\nconnection: close\r\n/i.test(parsed.head) &&
+    parsed.body === '{"error":"body is too large"}'
+  );
 }
 
 function expectTooLarge(answer: string): void {

@@ -3,7 +3,19 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { bearerToken } from '../src/http/auth.ts';
 import { lockedText } from '../src/pairing/page.tsx';
 import { answer, INSTALLATION, OTHER_INSTALLATION, type TestService } from './support.ts';
-import { decide, expectPage, form, PASSWORD, poll, startPairing, submitForm, WRONG_PASSWORD, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
+import {
+  decide,
+  expectPage,
+  form,
+  PASSWORD,
+  poll,
+  startPairing,
+  submitForm,
+  WRONG_PASSWORD,
+  deviceRows,
+  MINUTE,
+  startPairingService,
+} from './pairing-support.ts';
 
 // The file's own clock and service: tests move the one and `start` replaces the other.
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -22,11 +34,21 @@ describe('the /pair page', () => {
     const approval = await expectPage(await get(`/pair?code=${started.userCode}`), 200);
     expect(approval).toContain(INSTALLATION);
     expect(approval).toContain('<meta name="viewport"');
-    expect(await expectPage(await get('/pair?code=BBBB-BBBB'), 404)).toContain('This code is not open: it has expired, or the car has already collected its token');
-    expect(await expectPage(await get('/pair?code=<b>'), 404)).toContain('That is not a pairing code. Type the 8 letters the car shows');
+    expect(await expectPage(await get('/pair?code=BBBB-BBBB'), 404)).toContain(
+      'This code is not open: it has expired, or the car has already collected its token',
+    );
+    expect(await expectPage(await get('/pair?code=<b>'), 404)).toContain(
+      'That is not a pairing code. Type the 8 letters the car shows',
+    );
     await expectPage(await submitForm(service, { code: started.userCode, password: PASSWORD, decision: 'maybe' }), 400);
-    await expectPage(await service.request('POST', '/pair', { body: 'x'.repeat(5000), token: null, headers: form }), 400);
-    await expectPage(await service.request('POST', '/pair', { body: new Uint8Array([0xff, 0xfe]), token: null, headers: form }), 404);
+    await expectPage(
+      await service.request('POST', '/pair', { body: 'x'.repeat(5000), token: null, headers: form }),
+      400,
+    );
+    await expectPage(
+      await service.request('POST', '/pair', { body: new Uint8Array([0xff, 0xfe]), token: null, headers: form }),
+      404,
+    );
     // The right code and password sent as another kind of form are refused as such, and decide nothing.
     const fields = { code: started.userCode, password: PASSWORD, decision: 'approve' };
     const multipart = new FormData();
@@ -46,7 +68,9 @@ describe('the /pair page', () => {
     expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'pending' });
     await expectPage(await decide(service, 'BBBB-BBBB', 'approve'), 404);
     await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
-    expect(service.log.lines).toContainEqual(expect.stringContaining(`warn pairing.wrong_password installation=${INSTALLATION}`));
+    expect(service.log.lines).toContainEqual(
+      expect.stringContaining(`warn pairing.wrong_password installation=${INSTALLATION}`),
+    );
     const put = await service.request('PUT', '/pair', { token: null });
     await expectPage(put, 405);
     expect(put.headers.get('allow')).toBe('GET, POST');
@@ -64,7 +88,10 @@ describe('the /pair page', () => {
     service.pairing!.book.find = () => {
       throw new Error('boom');
     };
-    const failed = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 500);
+    const failed = await expectPage(
+      await service.request('GET', `/pair?code=${started.userCode}`, { token: null }),
+      500,
+    );
     expect(failed).toContain('Something went wrong');
     expect(failed).not.toContain('boom');
     expect(service.log.lines).toContainEqual(expect.stringContaining('error pairing.page_failed error="Error: boom"'));
@@ -84,7 +111,9 @@ describe('the /pair page', () => {
     const started = await startPairing(service, INSTALLATION);
     const notACode = 'That is not a pairing code. Type the 8 letters the car shows, such as BCDF-GHJK.';
     for (const typed of [`${started.userCode}B`, started.userCode.slice(0, -1)]) {
-      expect(await expectPage(await service.request('GET', `/pair?code=${typed}`, { token: null }), 404)).toContain(notACode);
+      expect(await expectPage(await service.request('GET', `/pair?code=${typed}`, { token: null }), 404)).toContain(
+        notACode,
+      );
       expect(await expectPage(await decide(service, typed, 'approve'), 404)).toContain(notACode);
     }
     expect((await poll(service, started.pairingId)).body).toEqual({ status: 'pending' });
@@ -92,14 +121,23 @@ describe('the /pair page', () => {
 
   test('a form is read as one whatever the case and parameters of its type, or without a type', async () => {
     await start();
-    const fields = (userCode: string) => new URLSearchParams({ code: userCode, password: PASSWORD, decision: 'approve' }).toString();
+    const fields = (userCode: string) =>
+      new URLSearchParams({ code: userCode, password: PASSWORD, decision: 'approve' }).toString();
     const typed = await startPairing(service, INSTALLATION);
     const headers = { 'content-type': 'Application/X-WWW-Form-Urlencoded ; charset=UTF-8' };
-    expect(await expectPage(await service.request('POST', '/pair', { body: fields(typed.userCode), token: null, headers }), 200)).toContain('Car approved');
+    expect(
+      await expectPage(
+        await service.request('POST', '/pair', { body: fields(typed.userCode), token: null, headers }),
+        200,
+      ),
+    ).toContain('Car approved');
     const untyped = await startPairing(service, OTHER_INSTALLATION);
     const body = new TextEncoder().encode(fields(untyped.userCode)); // bytes: fetch gives them no type
-    expect(await expectPage(await service.app.handle(new Request('http://localhost/pair', { method: 'POST', body })), 200)).toContain('Car approved');
-    for (const { pairingId } of [typed, untyped]) expect(await poll(service, pairingId)).toMatchObject({ body: { status: 'approved' } });
+    expect(
+      await expectPage(await service.app.handle(new Request('http://localhost/pair', { method: 'POST', body })), 200),
+    ).toContain('Car approved');
+    for (const { pairingId } of [typed, untyped])
+      expect(await poll(service, pairingId)).toMatchObject({ body: { status: 'approved' } });
   });
 
   test('the car name is shown as text, never as markup', async () => {
@@ -120,7 +158,9 @@ describe('the /pair page', () => {
     expect(await expectPage(await look(), 200)).toContain('<h1>Approve this car?</h1>');
     clock += 1;
     expect(await expectPage(await look(), 404)).toContain('This code is not open: it has expired');
-    expect(await expectPage(await decide(service, started.userCode, 'approve'), 404)).toContain('This code is not open: it has expired');
+    expect(await expectPage(await decide(service, started.userCode, 'approve'), 404)).toContain(
+      'This code is not open: it has expired',
+    );
     expect(deviceRows(service)).toEqual([]);
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });
@@ -129,7 +169,10 @@ describe('the /pair page', () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
     const expires = async () => {
-      const html = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+      const html = await expectPage(
+        await service.request('GET', `/pair?code=${started.userCode}`, { token: null }),
+        200,
+      );
       return /<dt>Expires<\/dt>\s*<dd>([^<]*)<\/dd>/.exec(html)?.[1];
     };
     expect(await expires()).toBe('in about 10 minutes');
@@ -149,7 +192,10 @@ describe('the /pair page', () => {
       const field = /<input id="code"[^>]*>/.exec(html)![0];
       return /\svalue="([^"]*)"/.exec(field)?.[1] ?? null;
     };
-    const typedBack = async (typed: string) => fieldValue(await expectPage(await service.request('GET', `/pair?code=${encodeURIComponent(typed)}`, { token: null }), 404));
+    const typedBack = async (typed: string) =>
+      fieldValue(
+        await expectPage(await service.request('GET', `/pair?code=${encodeURIComponent(typed)}`, { token: null }), 404),
+      );
     expect(fieldValue(await expectPage(await service.request('GET', '/pair', { token: null }), 200))).toBeNull();
     expect(await typedBack('  bcdf-ghjx ')).toBe('bcdf-ghjx'); // a code no request has
     expect(await typedBack('BCDF-GHJK-LMNP')).toBe('BCDF-GHJK-LM'); // no code: cut to the field's 12
@@ -159,7 +205,9 @@ describe('the /pair page', () => {
     const posted = await expectPage(await decide(service, 'bcdf ghjx', 'approve'), 404);
     expect(fieldValue(posted)).toBe('bcdf ghjx');
     clock += 10 * MINUTE;
-    expect(fieldValue(await expectPage(await decide(service, started.userCode, 'approve'), 404))).toBe(started.userCode);
+    expect(fieldValue(await expectPage(await decide(service, started.userCode, 'approve'), 404))).toBe(
+      started.userCode,
+    );
   });
 });
 
@@ -170,7 +218,8 @@ describe('approval lockout', () => {
   test('five wrong passwords lock every password check for 60 s, the right one included', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
-    for (let i = 0; i < 4; i += 1) expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
+    for (let i = 0; i < 4; i += 1)
+      expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
     // The fifth says so, with a link back to the car's page (a GET: going back would send the form again).
     const fifth = await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
     expect(fifth).toContain('<h1>Wrong password</h1>');
@@ -181,17 +230,26 @@ describe('approval lockout', () => {
     const lockedPage = await expectPage(locked, 429);
     expect(lockedPage).toContain('<h1>Locked for now</h1>');
     expect(lockedPage.match(/<a\s[^>]*>[^<]*<\/a>/g)).toEqual(['<a href="?">Enter a code</a>']);
-    expect(await expectPage(await service.request('GET', '/pair?', { token: null }), 200)).toContain('<form method="get">');
+    expect(await expectPage(await service.request('GET', '/pair?', { token: null }), 200)).toContain(
+      '<form method="get">',
+    );
     // Sent from the car's page, whose address names the code, it leads back there, without reading the form.
     const fromCarPage = await service.request('POST', `/pair?code=${started.userCode.toLowerCase()}`, {
       body: 'code=BBBB-BBBB&password=x&decision=approve',
       token: null,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
-    expect((await expectPage(fromCarPage, 429)).match(/<a\s[^>]*>[^<]*<\/a>/g)).toEqual([`<a href="?code=${started.userCode}">Back to this car</a>`]);
+    expect((await expectPage(fromCarPage, 429)).match(/<a\s[^>]*>[^<]*<\/a>/g)).toEqual([
+      `<a href="?code=${started.userCode}">Back to this car</a>`,
+    ]);
     // The car's page says it is locked before anyone types the password.
-    const carPage = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
-    expect(carPage).toContain('<p class="notice" role="alert">Too many wrong passwords (5 in a row). Try again in 60 seconds.</p>');
+    const carPage = await expectPage(
+      await service.request('GET', `/pair?code=${started.userCode}`, { token: null }),
+      200,
+    );
+    expect(carPage).toContain(
+      '<p class="notice" role="alert">Too many wrong passwords (5 in a row). Try again in 60 seconds.</p>',
+    );
     // The lock comes first: an unknown code is not even looked at.
     expect((await decide(service, 'BBBB-BBBB', 'approve')).status).toBe(429);
     const devices = await service.request('GET', '/v1/devices', { token: PASSWORD });
@@ -207,20 +265,34 @@ describe('approval lockout', () => {
   test('the page warns of the lockout before any password; a wrong one tells the tries left, server-wide', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
-    const warning = '<p id="lockout" class="hint">5 wrong passwords in a row lock the approval password for 60 seconds.</p>';
+    const warning =
+      '<p id="lockout" class="hint">5 wrong passwords in a row lock the approval password for 60 seconds.</p>';
     const wrong = async () => expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
-    const approval = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+    const approval = await expectPage(
+      await service.request('GET', `/pair?code=${started.userCode}`, { token: null }),
+      200,
+    );
     expect([approval.includes(warning), noticeOf(approval)]).toEqual([true, null]);
     expect(approval).toContain('aria-describedby="lockout"');
 
     const first = await wrong();
-    expect([first.includes(warning), noticeOf(first)]).toEqual([true, 'Wrong password. 4 tries left before the approval password locks for 60 seconds.']);
-    for (let i = 0; i < 2; i += 1) expect((await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
-    expect(noticeOf(await wrong())).toBe('Wrong password. 1 try left before the approval password locks for 60 seconds.'); // the fourth, two of them elsewhere
+    expect([first.includes(warning), noticeOf(first)]).toEqual([
+      true,
+      'Wrong password. 4 tries left before the approval password locks for 60 seconds.',
+    ]);
+    for (let i = 0; i < 2; i += 1)
+      expect((await service.request('GET', '/v1/devices', { token: WRONG_PASSWORD })).status).toBe(401);
+    expect(noticeOf(await wrong())).toBe(
+      'Wrong password. 1 try left before the approval password locks for 60 seconds.',
+    ); // the fourth, two of them elsewhere
     // A right password anywhere starts the count again.
     expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(200);
-    expect(noticeOf(await wrong())).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
-    expect(noticeOf(await wrong())).toBe('Wrong password. 3 tries left before the approval password locks for 60 seconds.');
+    expect(noticeOf(await wrong())).toBe(
+      'Wrong password. 4 tries left before the approval password locks for 60 seconds.',
+    );
+    expect(noticeOf(await wrong())).toBe(
+      'Wrong password. 3 tries left before the approval password locks for 60 seconds.',
+    );
   });
 
   test('forms already arriving when the lock begins are refused too: guessing in parallel gains nothing', async () => {
@@ -248,8 +320,11 @@ describe('approval lockout', () => {
       },
     });
     const headers = { 'content-type': 'application/x-www-form-urlencoded' };
-    const arriving = service.app.handle(new Request('http://localhost/pair', { method: 'POST', body, headers, duplex: 'half' } as RequestInit));
-    for (let i = 0; i < 5; i += 1) expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
+    const arriving = service.app.handle(
+      new Request('http://localhost/pair', { method: 'POST', body, headers, duplex: 'half' } as RequestInit),
+    );
+    for (let i = 0; i < 5; i += 1)
+      expect((await decide(service, started.userCode, 'approve', WRONG_PASSWORD)).status).toBe(403);
     finish();
     expect((await arriving).status).toBe(429); // not 404 for the unknown code
   });
@@ -262,13 +337,18 @@ describe('approval lockout', () => {
   });
 
   test("the lockout's wait is told in seconds, one of them singular", () => {
-    expect(lockedText({ seconds: 60, everyone: false })).toBe('Too many wrong passwords (5 in a row). Try again in 60 seconds.');
-    expect(lockedText({ seconds: 1, everyone: false })).toBe('Too many wrong passwords (5 in a row). Try again in 1 second.');
+    expect(lockedText({ seconds: 60, everyone: false })).toBe(
+      'Too many wrong passwords (5 in a row). Try again in 60 seconds.',
+    );
+    expect(lockedText({ seconds: 1, everyone: false })).toBe(
+      'Too many wrong passwords (5 in a row). Try again in 1 second.',
+    );
   });
 
   test('the device endpoints count towards the lockout; one without a password (any page can) does not', async () => {
     await start();
-    const devices = (token: string | null, headers?: Record<string, string>) => service.request('GET', '/v1/devices', { token, headers });
+    const devices = (token: string | null, headers?: Record<string, string>) =>
+      service.request('GET', '/v1/devices', { token, headers });
     for (let i = 0; i < 4; i += 1) {
       expect(await answer(await devices(WRONG_PASSWORD))).toEqual({ status: 401, body: { error: 'unauthorized' } });
     }
@@ -290,9 +370,11 @@ describe('approval lockout', () => {
     for (let i = 0; i < 4; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
     expect((await service.request('GET', '/v1/devices', { token: PASSWORD })).status).toBe(200);
     for (let i = 0; i < 4; i += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
-    for (let i = 0; i < 10; i += 1) expect((await decide(service, 'BBBB-BBBB', 'approve', WRONG_PASSWORD)).status).toBe(404);
+    for (let i = 0; i < 10; i += 1)
+      expect((await decide(service, 'BBBB-BBBB', 'approve', WRONG_PASSWORD)).status).toBe(404);
     // A form any web page could post: it guesses nothing.
-    for (let i = 0; i < 3; i += 1) expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
+    for (let i = 0; i < 3; i += 1)
+      expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
     expect((await decide(service, started.userCode, 'deny')).status).toBe(200);
   });
 
@@ -310,7 +392,8 @@ describe('approval lockout', () => {
   test('forms without a password use up no tries: a wrong password after five of them leaves 4', async () => {
     await start();
     const started = await startPairing(service, INSTALLATION);
-    for (let i = 0; i < 5; i += 1) expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
+    for (let i = 0; i < 5; i += 1)
+      expect((await submitForm(service, { code: started.userCode, decision: 'approve' })).status).toBe(403);
     const wrong = await expectPage(await decide(service, started.userCode, 'approve', WRONG_PASSWORD), 403);
     expect(noticeOf(wrong)).toBe('Wrong password. 4 tries left before the approval password locks for 60 seconds.');
   });

@@ -11,8 +11,30 @@ import { newUserCode } from '../src/pairing/code.ts';
 import { rmSync } from 'node:fs';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
-import { answer, INSTALLATION, installationNumbered, OTHER_INSTALLATION, overSocket, tempDir, testConfig, waitUntil, type TestService } from './support.ts';
-import { CODE, decide, expectPage, pairDevice, PASSWORD, poll, startPairing, USER_CODE_ALPHABET, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
+import {
+  answer,
+  INSTALLATION,
+  installationNumbered,
+  OTHER_INSTALLATION,
+  overSocket,
+  tempDir,
+  testConfig,
+  waitUntil,
+  type TestService,
+} from './support.ts';
+import {
+  CODE,
+  decide,
+  expectPage,
+  pairDevice,
+  PASSWORD,
+  poll,
+  startPairing,
+  USER_CODE_ALPHABET,
+  deviceRows,
+  MINUTE,
+  startPairingService,
+} from './pairing-support.ts';
 
 // The file's own clock and service: tests move the one and `start` replaces the other.
 let clock = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -87,7 +109,9 @@ describe('bodies of the routes without a token', () => {
     await start();
     const { body, counted } = endlessBody();
     const headers = { 'content-length': String(5_000_000) };
-    const response = await service.app.handle(new Request('http://localhost/v1/pair/start', { method: 'POST', body, headers }));
+    const response = await service.app.handle(
+      new Request('http://localhost/v1/pair/start', { method: 'POST', body, headers }),
+    );
     expect(await answer(response)).toEqual({ status: 400, body: { error: 'body is too large' } });
     expect(counted.pulled).toBeLessThanOrEqual(4096 + 1024 * 1024 + 2 * 16 * 1024);
   });
@@ -132,28 +156,44 @@ describe('POST /v1/pair/start', () => {
   });
 
   test('without PUBLIC_URL: Host, and forwarded headers only with TRUST_PROXY', async () => {
-    const headers = { host: 'car.home.arpa:8080', 'x-forwarded-proto': 'https, http', 'x-forwarded-host': 'ev.example.com, proxy' };
+    const headers = {
+      host: 'car.home.arpa:8080',
+      'x-forwarded-proto': 'https, http',
+      'x-forwarded-host': 'ev.example.com, proxy',
+    };
     const body = { installationId: INSTALLATION };
     await start();
-    let started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers }))).body as { approvalUrl: string; userCode: string };
+    let started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers })))
+      .body as { approvalUrl: string; userCode: string };
     expect(started.approvalUrl).toBe(`http://car.home.arpa:8080/pair?code=${started.userCode}`);
     await service.close();
     await start({ trustProxy: true });
-    started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers }))).body as typeof started;
+    started = (await answer(await service.request('POST', '/v1/pair/start', { body, token: null, headers })))
+      .body as typeof started;
     expect(started.approvalUrl).toBe(`https://ev.example.com/pair?code=${started.userCode}`);
   });
 
   test('a Host or forwarded host that is not a plain host name does not shape the URL', () => {
     const url = (headers: Record<string, string>) =>
-      approvalUrl({ publicUrl: '', trustProxy: true }, new Request('http://localhost/v1/pair/start', { headers }), 'ABCD-EFGH');
+      approvalUrl(
+        { publicUrl: '', trustProxy: true },
+        new Request('http://localhost/v1/pair/start', { headers }),
+        'ABCD-EFGH',
+      );
     expect(url({ 'x-forwarded-host': 'evil.example/"><b>x</b>' })).toBe('http://localhost/pair?code=ABCD-EFGH');
     expect(url({ host: 'a b' })).toBe('http://localhost/pair?code=ABCD-EFGH');
-    expect(url({ 'x-forwarded-host': '[::1]:8443', 'x-forwarded-proto': 'https' })).toBe('https://[::1]:8443/pair?code=ABCD-EFGH');
+    expect(url({ 'x-forwarded-host': '[::1]:8443', 'x-forwarded-proto': 'https' })).toBe(
+      'https://[::1]:8443/pair?code=ABCD-EFGH',
+    );
   });
 
   test('a forwarded scheme counts in any case, and only as http or https', () => {
     const url = (proto: string) =>
-      approvalUrl({ publicUrl: '', trustProxy: true }, new Request('http://localhost/v1/pair/start', { headers: { 'x-forwarded-proto': proto } }), 'ABCD-EFGH');
+      approvalUrl(
+        { publicUrl: '', trustProxy: true },
+        new Request('http://localhost/v1/pair/start', { headers: { 'x-forwarded-proto': proto } }),
+        'ABCD-EFGH',
+      );
     expect(url('HTTPS')).toBe('https://localhost/pair?code=ABCD-EFGH');
     expect(url('javascript')).toBe('http://localhost/pair?code=ABCD-EFGH');
     expect(url('ftp, https')).toBe('http://localhost/pair?code=ABCD-EFGH');
@@ -167,26 +207,53 @@ describe('POST /v1/pair/start', () => {
       [{ installationId: INSTALLATION, name: '' }, 'name must be a string of 1..64 characters'],
       [{ installationId: INSTALLATION, name: 'x'.repeat(65) }, 'name must be a string of 1..64 characters'],
       [{ installationId: INSTALLATION, name: 7 }, 'name must be a string of 1..64 characters'],
-      [{ installationId: INSTALLATION, name: 'MG4\u202Egnp.exe' }, 'name must not hold control or text-direction characters'],
-      [{ installationId: INSTALLATION, name: 'MG4\u001b[2J' }, 'name must not hold control or text-direction characters'],
+      [
+        { installationId: INSTALLATION, name: 'MG4\u202Egnp.exe' },
+        'name must not hold control or text-direction characters',
+      ],
+      [
+        { installationId: INSTALLATION, name: 'MG4\u001b[2J' },
+        'name must not hold control or text-direction characters',
+      ],
       [{ installationId: INSTALLATION, name: 'MG4\u0085' }, 'name must not hold control or text-direction characters'],
       [{ installationId: INSTALLATION, name: 'MG4 \ud83d' }, 'name must not hold a lone surrogate'],
       [{ installationId: INSTALLATION, name: '\udc4d MG4' }, 'name must not hold a lone surrogate'],
-      ...['\u061C', '\u200E', '\u200F', '\u202A', '\u2066', '\u2069'].map(
-        (mark): [unknown, string] => [{ installationId: INSTALLATION, name: `MG4${mark}x` }, 'name must not hold control or text-direction characters'],
-      ),
+      ...['\u061C', '\u200E', '\u200F', '\u202A', '\u2066', '\u2069'].map((mark): [unknown, string] => [
+        { installationId: INSTALLATION, name: `MG4${mark}x` },
+        'name must not hold control or text-direction characters',
+      ]),
       ['[]', 'body must be a JSON object'],
       ['{', 'body is not valid JSON'],
     ];
     for (const [body, error] of cases) {
-      expect(await answer(await service.request('POST', '/v1/pair/start', { body, token: null }))).toEqual({ status: 400, body: { error } });
+      expect(await answer(await service.request('POST', '/v1/pair/start', { body, token: null }))).toEqual({
+        status: 400,
+        body: { error },
+      });
     }
-    expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name: 'é'.repeat(64) }, token: null })).status).toBe(200);
+    expect(
+      (
+        await service.request('POST', '/v1/pair/start', {
+          body: { installationId: INSTALLATION, name: 'é'.repeat(64) },
+          token: null,
+        })
+      ).status,
+    ).toBe(200);
     // Emoji sequences (joined by U+200D) and right-to-left scripts are names like any other.
     for (const name of ['👨‍👩‍👧 family car', 'سيارة العائلة']) {
-      expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name }, token: null })).status).toBe(200);
+      expect(
+        (await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name }, token: null }))
+          .status,
+      ).toBe(200);
     }
-    expect((await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION, name: null }, token: null })).status).toBe(200);
+    expect(
+      (
+        await service.request('POST', '/v1/pair/start', {
+          body: { installationId: INSTALLATION, name: null },
+          token: null,
+        })
+      ).status,
+    ).toBe(200);
   });
 
   test('a body over the cap is refused before parsing', async () => {
@@ -203,7 +270,11 @@ describe('POST /v1/pair/start', () => {
     const ids = Array.from({ length: 100 }, (_, i) => installationNumbered(i));
     // From 10 addresses: one address holds at most 10 requests.
     for (const [i, id] of ids.entries()) await startPairing(service, id, undefined, `10.0.0.${i % 10}`);
-    expect(await answer(await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION }, token: null }))).toEqual({
+    expect(
+      await answer(
+        await service.request('POST', '/v1/pair/start', { body: { installationId: INSTALLATION }, token: null }),
+      ),
+    ).toEqual({
       status: 429,
       body: { error: 'too many pairing requests' },
     });
@@ -223,10 +294,19 @@ describe('POST /v1/pair/poll', () => {
 
     expect((await decide(service, started.userCode, 'approve')).status).toBe(200);
     const [row] = deviceRows(service);
-    expect(row).toMatchObject({ installation_id: INSTALLATION, name: 'MG4 <3', created_at: clock, revoked_at: null, awaiting_collection: 1 });
+    expect(row).toMatchObject({
+      installation_id: INSTALLATION,
+      name: 'MG4 <3',
+      created_at: clock,
+      revoked_at: null,
+      awaiting_collection: 1,
+    });
     clock += 1000;
 
-    const collecting = await service.request('POST', '/v1/pair/poll', { body: { pairingId: started.pairingId }, token: null });
+    const collecting = await service.request('POST', '/v1/pair/poll', {
+      body: { pairingId: started.pairingId },
+      token: null,
+    });
     expect(collecting.headers.get('cache-control')).toBe('no-store'); // it carries the token
     const collected = await answer(collecting);
     const token = (collected.body as { token: string }).token;
@@ -235,7 +315,10 @@ describe('POST /v1/pair/poll', () => {
       body: { status: 'approved', token, deviceId: row!.id, installationId: INSTALLATION },
     });
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const another = await service.request('POST', '/v1/pair/start', { body: { installationId: OTHER_INSTALLATION }, token: null });
+    const another = await service.request('POST', '/v1/pair/start', {
+      body: { installationId: OTHER_INSTALLATION },
+      token: null,
+    });
     // It holds the pairing id.
     expect([another.status, another.headers.get('cache-control')]).toEqual([200, 'no-store']);
     expect(row!.token_hash).toBe(tokenHash(token));
@@ -262,10 +345,14 @@ describe('POST /v1/pair/poll', () => {
       { id: lost!.id, revoked_at: clock, awaiting_collection: 1 },
     ]);
     expect(service.devices.size).toBe(1);
-    expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
+    expect(service.log.lines).toContainEqual(
+      expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`),
+    );
     service.devices.reloadIfChanged(); // the watcher's check: the registry already holds the revocation's version
     expect(service.log.lines.filter((line) => line.includes('devices.reloaded'))).toEqual([]);
-    const ownHistory = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, { token: collected.token });
+    const ownHistory = await service.request('GET', `/v1/consumption/history/${INSTALLATION}`, {
+      token: collected.token,
+    });
     expect(ownHistory.status).toBe(200); // the collected token still works
     expect(await poll(service, uncollected.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
   });
@@ -278,7 +365,9 @@ describe('POST /v1/pair/poll', () => {
     await service.close();
     await start({ approvalPassword: null }, dir);
     expect(deviceRows(service)).toMatchObject([{ id: lost!.id, revoked_at: clock }]);
-    expect(service.log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`));
+    expect(service.log.lines).toContainEqual(
+      expect.stringContaining(`info pairing.uncollected_revoked device=${lost!.id} reason=restart`),
+    );
   });
 
   test('a start-up revocation that cannot be written is logged for each device, and the start goes on', async () => {
@@ -291,7 +380,9 @@ describe('POST /v1/pair/poll', () => {
     const registry = new DeviceRegistry(service.storage.db, failing, log, now);
     registry.load();
     await revokeLeftovers(registry, log); // resolves: the start goes on
-    expect(log.lines).toEqual([expect.stringContaining(`error pairing.revoke_failed device=${device!.id} reason="disk full"`)]);
+    expect(log.lines).toEqual([
+      expect.stringContaining(`error pairing.revoke_failed device=${device!.id} reason="disk full"`),
+    ]);
     expect(registry.size).toBe(1);
   });
 
@@ -308,7 +399,9 @@ describe('POST /v1/pair/poll', () => {
     db.close();
     await revokeLeftovers(registry, log);
     expect(log.lines).toEqual([
-      expect.stringMatching(/ error devices\.reload_failed reason="paired devices cannot be loaded: devices_version has lost its row/),
+      expect.stringMatching(
+        / error devices\.reload_failed reason="paired devices cannot be loaded: devices_version has lost its row/,
+      ),
       expect.stringContaining(`info pairing.uncollected_revoked device=${device!.id} reason=restart`),
     ]);
     expect(deviceRows(service)).toMatchObject([{ revoked_at: clock }]);
@@ -328,10 +421,17 @@ describe('POST /v1/pair/poll', () => {
   test('unknown ids are expired; a missing or empty id is 400', async () => {
     await start();
     expect(await poll(service, 'x'.repeat(43))).toEqual({ status: 200, body: { status: 'expired' } });
-    const refusal = async (body: object) => answer(await service.request('POST', '/v1/pair/poll', { body, token: null }));
+    const refusal = async (body: object) =>
+      answer(await service.request('POST', '/v1/pair/poll', { body, token: null }));
     expect(await refusal({})).toEqual({ status: 400, body: { error: 'pairingId is required' } });
-    expect(await refusal({ pairingId: '' })).toEqual({ status: 400, body: { error: 'pairingId must be a non-empty string' } });
-    expect(await refusal({ pairingId: 7 })).toEqual({ status: 400, body: { error: 'pairingId must be a non-empty string' } });
+    expect(await refusal({ pairingId: '' })).toEqual({
+      status: 400,
+      body: { error: 'pairingId must be a non-empty string' },
+    });
+    expect(await refusal({ pairingId: 7 })).toEqual({
+      status: 400,
+      body: { error: 'pairingId must be a non-empty string' },
+    });
   });
 
   test('a request expires after 10 minutes', async () => {
@@ -366,7 +466,9 @@ describe('POST /v1/pair/poll', () => {
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'expired' } });
     expect(deviceRows(service)).toMatchObject([{ revoked_at: clock, awaiting_collection: 1 }]);
     expect(service.log.lines.filter((line) => /pairing\.(collected|revoked_before_collection)/.test(line))).toEqual([
-      expect.stringContaining(`info pairing.revoked_before_collection installation=${INSTALLATION} device=${device!.id}`),
+      expect.stringContaining(
+        `info pairing.revoked_before_collection installation=${INSTALLATION} device=${device!.id}`,
+      ),
     ]);
   });
 
@@ -425,12 +527,18 @@ describe('POST /v1/pair/poll', () => {
 describe("the car's pairing answers", () => {
   test('every car route answers with no-store, whatever it tells: they hold the pairing id or the token', async () => {
     await start();
-    const carRoutes = service.app.routes.filter(({ path }) => path.startsWith('/v1/pair/')).map(({ method, path }) => `${method} ${path}`);
+    const carRoutes = service.app.routes
+      .filter(({ path }) => path.startsWith('/v1/pair/'))
+      .map(({ method, path }) => `${method} ${path}`);
     expect(carRoutes.sort()).toEqual(['POST /v1/pair/poll', 'POST /v1/pair/start']); // a new one belongs below too
     /** The answer's status, its cache control and, for a poll, what it tells the car. */
     const answerOf = async (path: string, body: object) => {
       const response = await service.request('POST', path, { body, token: null });
-      return [response.status, response.headers.get('cache-control'), ((await response.json()) as { status?: string }).status];
+      return [
+        response.status,
+        response.headers.get('cache-control'),
+        ((await response.json()) as { status?: string }).status,
+      ];
     };
     const pollOf = (pairingId: string) => answerOf('/v1/pair/poll', { pairingId });
     expect(await answerOf('/v1/pair/start', { installationId: INSTALLATION })).toEqual([200, 'no-store', undefined]);

@@ -9,8 +9,27 @@ import { ApprovalLock } from '../src/pairing/lock.ts';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { RepeatCounter } from '../src/http/security-log.ts';
 import { createMemoryLogger } from '../src/log.ts';
-import { INSTALLATION, OTHER_INSTALLATION, startTestService, tempDir, testConfig, within, type TestService } from './support.ts';
-import { decide, expectPage, pairDevice, PASSWORD, poll, startPairing, WRONG_PASSWORD, deviceRows, MINUTE, startPairingService } from './pairing-support.ts';
+import {
+  INSTALLATION,
+  OTHER_INSTALLATION,
+  startTestService,
+  tempDir,
+  testConfig,
+  within,
+  type TestService,
+} from './support.ts';
+import {
+  decide,
+  expectPage,
+  pairDevice,
+  PASSWORD,
+  poll,
+  startPairing,
+  WRONG_PASSWORD,
+  deviceRows,
+  MINUTE,
+  startPairingService,
+} from './pairing-support.ts';
 
 /** The routes' loggers, by the real clock: no test here is refused as cross-site. */
 function routeLogs() {
@@ -30,7 +49,11 @@ describe('a paired token', () => {
   test('authenticates for its own installation only, and never sits in the database or the log', async () => {
     await start();
     const { token, deviceId } = await pairDevice(service, INSTALLATION);
-    expect(service.auth.authenticate(`Bearer ${token}`)).toEqual({ kind: 'device', deviceId, installationId: INSTALLATION });
+    expect(service.auth.authenticate(`Bearer ${token}`)).toEqual({
+      kind: 'device',
+      deviceId,
+      installationId: INSTALLATION,
+    });
     const caller = service.auth.authenticate(`Bearer ${token}`);
     const { assertMayUse } = await import('../src/http/auth.ts');
     expect(() => assertMayUse(caller, INSTALLATION.toUpperCase())).not.toThrow();
@@ -41,7 +64,8 @@ describe('a paired token', () => {
     const dump = JSON.stringify(service.storage.db.query('SELECT * FROM devices').all());
     expect(dump).not.toContain(token);
     const files = ['ev-ingest.db', 'ev-ingest.db-wal'].map((file) => Bun.file(`${service.dir}/${file}`));
-    for (const file of files) if (await file.exists()) expect(Buffer.from(await file.arrayBuffer()).includes(token)).toBe(false);
+    for (const file of files)
+      if (await file.exists()) expect(Buffer.from(await file.arrayBuffer()).includes(token)).toBe(false);
     const lines = service.log.lines.join('\n');
     expect(lines).not.toContain(token);
     expect(lines).not.toContain(PASSWORD);
@@ -80,7 +104,10 @@ describe('a revocation still being saved', () => {
   test("a start does not wait for another car's expired request to be revoked; the cap counts live ones", async () => {
     const { book, revoking } = await bookWithStuckRevocations();
     clock += 11 * MINUTE;
-    const started = await Promise.race([book.start(OTHER_INSTALLATION, 'ID.3'), Bun.sleep(200).then(() => 'waited' as const)]);
+    const started = await Promise.race([
+      book.start(OTHER_INSTALLATION, 'ID.3'),
+      Bun.sleep(200).then(() => 'waited' as const),
+    ]);
     expect(started).toMatchObject({ installationId: OTHER_INSTALLATION, name: 'ID.3' });
     expect(revoking).toEqual(['device-a']); // under way, apart from the start
     expect(book.size).toBe(1);
@@ -95,7 +122,8 @@ describe('a collection still being saved', () => {
     const registry = {
       pair: async (installationId: string) => ({ id: 'device-c', installationId, token: 't'.repeat(43) }),
       revoke: async (id: string) => (revoked.push(id), null),
-      markCollected: () => new Promise<boolean>((resolve, reject) => void saves.push({ resolve: () => resolve(true), reject })),
+      markCollected: () =>
+        new Promise<boolean>((resolve, reject) => void saves.push({ resolve: () => resolve(true), reject })),
     } satisfies Partial<DeviceRegistry> as unknown as DeviceRegistry;
     const log = createMemoryLogger();
     const book = new PairingBook(registry, log, now);
@@ -103,7 +131,12 @@ describe('a collection still being saved', () => {
     expect(await book.decide(request, 'approve')).toBe('approved');
     return { book, request, saves, revoked, log };
   }
-  const approved = { status: 'approved' as const, token: 't'.repeat(43), deviceId: 'device-c', installationId: INSTALLATION };
+  const approved = {
+    status: 'approved' as const,
+    token: 't'.repeat(43),
+    deviceId: 'device-c',
+    installationId: INSTALLATION,
+  };
 
   test('the token leaves only once the collection is saved; a poll meanwhile is told pending', async () => {
     const { book, request, saves } = await bookCollecting();
@@ -133,24 +166,29 @@ describe('a collection still being saved', () => {
     ['expired', (book) => ((clock += 10 * MINUTE), book.sweep())],
   ];
 
-  test.each(closings)('a request %s during the save is not revoked: the car gets its token; had the save failed, the device goes', async (reason, close) => {
-    for (const outcome of ['saved', 'failed'] as const) {
-      const { book, request, saves, revoked, log } = await bookCollecting();
-      const collecting = book.poll(request.pairingId);
-      await close(book);
-      expect(revoked).toEqual([]);
-      if (outcome === 'saved') {
-        saves[0]!.resolve();
-        expect(await collecting).toEqual(approved);
+  test.each(closings)(
+    'a request %s during the save is not revoked: the car gets its token; had the save failed, the device goes',
+    async (reason, close) => {
+      for (const outcome of ['saved', 'failed'] as const) {
+        const { book, request, saves, revoked, log } = await bookCollecting();
+        const collecting = book.poll(request.pairingId);
+        await close(book);
         expect(revoked).toEqual([]);
-      } else {
-        saves[0]!.reject(new Error('disk full'));
-        await expect(collecting).rejects.toThrow('disk full');
-        expect(revoked).toEqual(['device-c']);
-        expect(log.lines).toContainEqual(expect.stringContaining(`info pairing.uncollected_revoked device=device-c reason=${reason}`));
+        if (outcome === 'saved') {
+          saves[0]!.resolve();
+          expect(await collecting).toEqual(approved);
+          expect(revoked).toEqual([]);
+        } else {
+          saves[0]!.reject(new Error('disk full'));
+          await expect(collecting).rejects.toThrow('disk full');
+          expect(revoked).toEqual(['device-c']);
+          expect(log.lines).toContainEqual(
+            expect.stringContaining(`info pairing.uncollected_revoked device=device-c reason=${reason}`),
+          );
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe('an approval still being saved', () => {
@@ -160,7 +198,9 @@ describe('an approval still being saved', () => {
     const revoked: string[] = [];
     const registry = {
       pair: (installationId: string, _name: string | null) =>
-        new Promise<PairedDevice>((resolve) => (commit = () => resolve({ id: 'device-1', installationId, token: 't'.repeat(43) }))),
+        new Promise<PairedDevice>(
+          (resolve) => (commit = () => resolve({ id: 'device-1', installationId, token: 't'.repeat(43) })),
+        ),
       revoke: async (id: string) => (revoked.push(id), null),
       activeCount: () => 0,
     } satisfies Partial<DeviceRegistry>;
@@ -200,7 +240,13 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second draws the first one's code (C were it still taken)
     const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config: testConfig(tempDir()), bodyBounds: pairingBodyBounds, ...routeLogs() });
+    const routes = pairingRoutes({
+      book,
+      lock: new ApprovalLock(PASSWORD, now),
+      config: testConfig(tempDir()),
+      bodyBounds: pairingBodyBounds,
+      ...routeLogs(),
+    });
     const first = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(first, 'approve');
     clock += 10 * MINUTE;
@@ -218,7 +264,13 @@ describe('an approval still being saved', () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, ...routeLogs() });
+    const routes = pairingRoutes({
+      book,
+      lock: new ApprovalLock(PASSWORD, now),
+      config,
+      bodyBounds: pairingBodyBounds,
+      ...routeLogs(),
+    });
     const request = await book.start(INSTALLATION, 'MG4');
     const typed = displayUserCode(request.userCode).toLowerCase().replace('-', ' ');
     const form = new URLSearchParams({ code: ` ${typed} `, password: PASSWORD, decision: 'approve' });
@@ -240,21 +292,37 @@ describe('an approval still being saved', () => {
       throw new Error('disk full');
     };
     expect(await expectPage(await decide(service, started.userCode, 'approve'), 500)).toContain('Something went wrong');
-    expect(service.log.lines).toContainEqual(expect.stringContaining('error pairing.page_failed error="Error: disk full"'));
+    expect(service.log.lines).toContainEqual(
+      expect.stringContaining('error pairing.page_failed error="Error: disk full"'),
+    );
     expect(deviceRows(service)).toEqual([]);
-    const again = await expectPage(await service.request('GET', `/pair?code=${started.userCode}`, { token: null }), 200);
+    const again = await expectPage(
+      await service.request('GET', `/pair?code=${started.userCode}`, { token: null }),
+      200,
+    );
     expect(again).toContain('<h1>Approve this car?</h1>');
     expect(again).toContain('<button type="submit" name="decision" value="approve">Approve</button>');
     expect(await poll(service, started.pairingId)).toEqual({ status: 200, body: { status: 'pending' } });
-    expect(await expectPage(await decide(service, started.userCode, 'approve'), 200)).toContain('<h1>Car approved</h1>');
-    expect((await poll(service, started.pairingId)).body).toMatchObject({ status: 'approved', installationId: INSTALLATION });
+    expect(await expectPage(await decide(service, started.userCode, 'approve'), 200)).toContain(
+      '<h1>Car approved</h1>',
+    );
+    expect((await poll(service, started.pairingId)).body).toMatchObject({
+      status: 'approved',
+      installationId: INSTALLATION,
+    });
   });
 
   test('/pair shows "Being approved" to a look and a second decision meanwhile, then the outcome', async () => {
     const { registry, commit } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
     const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({ book, lock: new ApprovalLock(PASSWORD, now), config, bodyBounds: pairingBodyBounds, ...routeLogs() });
+    const routes = pairingRoutes({
+      book,
+      lock: new ApprovalLock(PASSWORD, now),
+      config,
+      bodyBounds: pairingBodyBounds,
+      ...routeLogs(),
+    });
     const request = await book.start(INSTALLATION, 'MG4');
     const code = displayUserCode(request.userCode);
     const look = () => routes.handle(new Request(`http://localhost/pair?code=${code}`));
@@ -290,7 +358,8 @@ describe('a wall clock that jumps (NTP catching up on a board without a real-tim
   test('nor stretches a lockout set back with it', async () => {
     await startWithClocks();
     const started = await startPairing(service, INSTALLATION);
-    for (let wrong = 1; wrong <= limits.lockoutAttempts; wrong += 1) await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
+    for (let wrong = 1; wrong <= limits.lockoutAttempts; wrong += 1)
+      await decide(service, started.userCode, 'approve', WRONG_PASSWORD);
     expect((await decide(service, started.userCode, 'approve')).status).toBe(429);
     wall -= 60 * MINUTE;
     monotonic += limits.lockoutMs;

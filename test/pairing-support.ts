@@ -62,7 +62,9 @@ export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 export const CODE = new RegExp(`^[${USER_CODE_ALPHABET}]{4}-[${USER_CODE_ALPHABET}]{4}$`);
 
 export const styleHash = (html: string) =>
-  createHash('sha256').update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!).digest('base64');
+  createHash('sha256')
+    .update(/<style>([\s\S]*?)<\/style>/.exec(html)![1]!)
+    .digest('base64');
 
 /** Checks an answer is a script-free page with the strict headers; answers its HTML. */
 export async function expectPage(response: Response, status: number) {
@@ -71,10 +73,18 @@ export async function expectPage(response: Response, status: number) {
   expect(html.startsWith('<!doctype html>')).toBe(true);
   expect(html).not.toMatch(/<script|\son\w+=/i);
   expect(html).toContain('<meta name="robots" content="noindex"'); // a page holding a code stays out of search engines
-  expect(Object.fromEntries(
-    ['content-type', 'content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy', 'cache-control']
-      .map((name) => [name, response.headers.get(name)]),
-  )).toEqual({
+  expect(
+    Object.fromEntries(
+      [
+        'content-type',
+        'content-security-policy',
+        'x-frame-options',
+        'x-content-type-options',
+        'referrer-policy',
+        'cache-control',
+      ].map((name) => [name, response.headers.get(name)]),
+    ),
+  ).toEqual({
     'content-type': 'text/html; charset=utf-8',
     'content-security-policy':
       `default-src 'none'; style-src 'sha256-${styleHash(html)}'; img-src 'self' data:; ` +

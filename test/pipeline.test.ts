@@ -66,7 +66,9 @@ describe('bearer token', () => {
     ['two spaces before the token', { authorization: `Bearer  ${OWNER_TOKEN}` }],
     ['the token in another case', { authorization: `Bearer ${OWNER_TOKEN.toUpperCase()}` }],
   ])('%s is 401', async (_, headers) => {
-    expect(await answer(await service.request('POST', '/test/echo', { token: null, headers, body: '{}' }))).toEqual(unauthorized);
+    expect(await answer(await service.request('POST', '/test/echo', { token: null, headers, body: '{}' }))).toEqual(
+      unauthorized,
+    );
   });
 
   test('a 401 names its scheme (WWW-Authenticate: Bearer), at the ingest and the device endpoints', async () => {
@@ -82,7 +84,10 @@ describe('bearer token', () => {
   });
 
   test('the exact scheme and token pass', async () => {
-    expect(await answer(await service.request('POST', '/test/echo', { body: '{}' }))).toEqual({ status: 200, body: { keys: 0 } });
+    expect(await answer(await service.request('POST', '/test/echo', { body: '{}' }))).toEqual({
+      status: 200,
+      body: { keys: 0 },
+    });
   });
 
   test('401 comes before the body is read: invalid or oversized bodies without a token', async () => {
@@ -157,7 +162,11 @@ describe('body', () => {
   test('a 5 MB body with Content-Length is drained to its end before the 400, none of it buffered', async () => {
     const size = 5 * 1024 * 1024;
     const { stream, counted } = sizedStream(size);
-    const request = new Request('http://localhost/x', { method: 'POST', headers: { 'content-length': String(size) }, body: stream });
+    const request = new Request('http://localhost/x', {
+      method: 'POST',
+      headers: { 'content-length': String(size) },
+      body: stream,
+    });
     const meter = { read: 0, buffered: 0 };
     await expect(readBody(request, ingestBodyBounds, meter)).rejects.toMatchObject(tooLarge);
     expect(meter).toEqual({ read: size, buffered: 0 });
@@ -200,35 +209,51 @@ describe('body', () => {
   });
 
   // Compressed bodies are not decoded; the contract fixes the wording of the refusal of any unreadable body.
-  test.each(['gzip', 'deflate, gzip', 'br'])('a compressed body (Content-Encoding: %s) is the contract\'s 400 for invalid JSON', async (coding) => {
-    const body = Bun.gzipSync(JSON.stringify({ a: 1 }));
-    expect(await answer(await service.request('POST', '/test/echo', { body, headers: { 'Content-Encoding': coding } }))).toEqual({
-      status: 400,
-      body: { error: 'body is not valid JSON' },
-    });
-  });
+  test.each(['gzip', 'deflate, gzip', 'br'])(
+    "a compressed body (Content-Encoding: %s) is the contract's 400 for invalid JSON",
+    async (coding) => {
+      const body = Bun.gzipSync(JSON.stringify({ a: 1 }));
+      expect(
+        await answer(await service.request('POST', '/test/echo', { body, headers: { 'Content-Encoding': coding } })),
+      ).toEqual({
+        status: 400,
+        body: { error: 'body is not valid JSON' },
+      });
+    },
+  );
 
   // A client's mistaken header must not break uploads that the service has always read.
-  test.each(['identity', ' Identity ', '', 'utf-8', 'gzip'])('valid JSON under Content-Encoding %p is read', async (coding) => {
-    expect(await answer(await service.request('POST', '/test/echo', { body: { a: 1 }, headers: { 'Content-Encoding': coding } }))).toEqual({
-      status: 200,
-      body: { keys: 1 },
-    });
-  });
+  test.each(['identity', ' Identity ', '', 'utf-8', 'gzip'])(
+    'valid JSON under Content-Encoding %p is read',
+    async (coding) => {
+      expect(
+        await answer(
+          await service.request('POST', '/test/echo', { body: { a: 1 }, headers: { 'Content-Encoding': coding } }),
+        ),
+      ).toEqual({
+        status: 200,
+        body: { keys: 1 },
+      });
+    },
+  );
 
   // One upload of each framing here; a burst of them is in test/durability/floods.test.ts.
-  test.each(['chunked', 'length'] as const)('a 5 MB upload (%s) reads the 400 on a real socket', async (framing) => {
-    const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);
-    try {
-      const options = { port: server.port!, path: '/test/echo', token: OWNER_TOKEN, bytes: 5 * 1024 * 1024, framing };
-      const { reply, sent, error } = await upload(options);
-      expect({ error, sent }).toEqual({ error: null, sent: options.bytes });
-      expect(reply).toStartWith('HTTP/1.1 400');
-      expect(reply).toEndWith('\r\n\r\n{"error":"body is too large"}');
-    } finally {
-      await server.stop(true);
-    }
-  }, 30_000);
+  test.each(['chunked', 'length'] as const)(
+    'a 5 MB upload (%s) reads the 400 on a real socket',
+    async (framing) => {
+      const server = listen(service.app.fetch, { host: '127.0.0.1', port: 0 }, service.log);
+      try {
+        const options = { port: server.port!, path: '/test/echo', token: OWNER_TOKEN, bytes: 5 * 1024 * 1024, framing };
+        const { reply, sent, error } = await upload(options);
+        expect({ error, sent }).toEqual({ error: null, sent: options.bytes });
+        expect(reply).toStartWith('HTTP/1.1 400');
+        expect(reply).toEndWith('\r\n\r\n{"error":"body is too large"}');
+      } finally {
+        await server.stop(true);
+      }
+    },
+    30_000,
+  );
 });
 
 test("the listener never runs in Bun's development mode (a stack on its error page), whatever NODE_ENV", async () => {
@@ -274,11 +299,19 @@ test("a failure escaping the app, thrown or rejected, is still the contract's 50
 });
 
 test("a failure escaping the app on `/pair` still carries the page's strict headers", async () => {
-  const server = listen(() => Promise.reject(new Error('disk on fire')), { host: '127.0.0.1', port: 0 }, createMemoryLogger(), limits, pageHeadersOf);
+  const server = listen(
+    () => Promise.reject(new Error('disk on fire')),
+    { host: '127.0.0.1', port: 0 },
+    createMemoryLogger(),
+    limits,
+    pageHeadersOf,
+  );
   try {
     const response = await fetch(new URL('/pair?code=WDJB-MJHT', server.url));
     expect(response.status).toBe(500);
-    expect(Object.fromEntries(Object.keys(PAGE_HEADERS).map((name) => [name, response.headers.get(name)]))).toEqual(PAGE_HEADERS);
+    expect(Object.fromEntries(Object.keys(PAGE_HEADERS).map((name) => [name, response.headers.get(name)]))).toEqual(
+      PAGE_HEADERS,
+    );
   } finally {
     await server.stop(true);
   }
@@ -287,7 +320,10 @@ test("a failure escaping the app on `/pair` still carries the page's strict head
 test('a port in use, or a host that is none, refuses the start with one message naming both settings', async () => {
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
   try {
-    for (const [host, port] of [['127.0.0.1', taken.port!], ['not_a_host', 0]] as const) {
+    for (const [host, port] of [
+      ['127.0.0.1', taken.port!],
+      ['not_a_host', 0],
+    ] as const) {
       const refused = await refusedStart(testConfig(tempDir(), { host, port }));
       expect(refused).toBeInstanceOf(ConfigError);
       expect(refused.message).toStartWith(`cannot listen on HOST ${host} PORT ${port}: `);
@@ -306,8 +342,14 @@ function processStandIn() {
   const listeners = new Map<string, { listener: () => void; once: boolean }>();
   const exits: number[] = [];
   const killedBy: string[] = [];
-  const add = (once: boolean) => (name: string, listener: () => void) => (listeners.set(name, { listener, once }), host);
-  const host = { on: add(false), once: add(true), exit: (code?: number) => void exits.push(code ?? 0) } as unknown as ProcessControl;
+  const add = (once: boolean) => (name: string, listener: () => void) => (
+    listeners.set(name, { listener, once }), host
+  );
+  const host = {
+    on: add(false),
+    once: add(true),
+    exit: (code?: number) => void exits.push(code ?? 0),
+  } as unknown as ProcessControl;
   const signal = (name: string) => {
     const added = listeners.get(name);
     if (!added) return void killedBy.push(name);
@@ -325,7 +367,9 @@ test("a writer that dies settles the server's fatal promise, logs writer.failed;
   try {
     running.storage.committer.killWriter(); // ends without an error, as when it is killed
     expect((await running.fatal).message).toBe('writer exited');
-    expect(log.lines.filter((line) => line.includes('error writer.failed'))).toEqual([expect.stringContaining('reason="writer exited"')]);
+    expect(log.lines.filter((line) => line.includes('error writer.failed'))).toEqual([
+      expect.stringContaining('reason="writer exited"'),
+    ]);
     await waitUntil(() => exits.length > 0);
     expect(exits).toEqual([1]);
     expect(log.lines.at(-1)).toContain(' info stopped ');
@@ -387,21 +431,27 @@ test('SIGTERM and SIGINT stop the server and exit 0', async () => {
   }
 });
 
-test.each([['SIGTERM', 'SIGTERM'], ['SIGTERM', 'SIGINT']])('a second signal during the stop (%s, then %s) joins it: the request in flight is answered, exit 0 once', async (first, second) => {
-  const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight();
-  try {
-    signal(first);
-    signal(second); // the process group signalled too, say
-    expect(killedBy).toEqual([]);
-    syncs.calls[0]!.finish();
-    expect((await posted).status).toBe(200);
-    await waitUntil(() => exits.length > 0); // a second exit would come in the same turn, from the same stop
-    expect(exits).toEqual([0]);
-    expect(log.lines.filter((line) => line.includes(' info stopping'))).toHaveLength(1);
-  } finally {
-    await close();
-  }
-});
+test.each([
+  ['SIGTERM', 'SIGTERM'],
+  ['SIGTERM', 'SIGINT'],
+])(
+  'a second signal during the stop (%s, then %s) joins it: the request in flight is answered, exit 0 once',
+  async (first, second) => {
+    const { log, syncs, posted, close, signal, exits, killedBy } = await serverWithWriteInFlight();
+    try {
+      signal(first);
+      signal(second); // the process group signalled too, say
+      expect(killedBy).toEqual([]);
+      syncs.calls[0]!.finish();
+      expect((await posted).status).toBe(200);
+      await waitUntil(() => exits.length > 0); // a second exit would come in the same turn, from the same stop
+      expect(exits).toEqual([0]);
+      expect(log.lines.filter((line) => line.includes(' info stopping'))).toHaveLength(1);
+    } finally {
+      await close();
+    }
+  },
+);
 
 test('a third signal ends a stop that hangs at once, exit 1, saying so', async () => {
   // Its sync held: the stop waits.
@@ -412,7 +462,9 @@ test('a third signal ends a stop that hangs at once, exit 1, saying so', async (
     expect(exits).toEqual([]);
     signal('SIGINT');
     expect([exits, killedBy]).toEqual([[1], []]);
-    expect(log.lines.filter((line) => line.includes(' warn stop.forced '))).toEqual([expect.stringContaining('signals=3')]);
+    expect(log.lines.filter((line) => line.includes(' warn stop.forced '))).toEqual([
+      expect.stringContaining('signals=3'),
+    ]);
     syncs.release();
     await posted;
   } finally {
@@ -435,12 +487,23 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
 
   /** Sends a raw HTTP/1.1 request with a small JSON body and splits what came back. */
   async function sendWithHost(method: string, path: string, host: string) {
-    const headLines = [`${method} ${path} HTTP/1.1`, `Host: ${host}`, 'Content-Type: application/json', 'Content-Length: 2', ''];
+    const headLines = [
+      `${method} ${path} HTTP/1.1`,
+      `Host: ${host}`,
+      'Content-Type: application/json',
+      'Content-Length: 2',
+      '',
+    ];
     const head = headLines.join('\r\n');
     // The deadline ends a connection kept open: a missing `Connection: close` fails as a diff, not a timeout.
     return parsedReply(await rawRequest(Number(running.url.port), `${head}\r\n{}`, 3_000));
   }
-  const refused = { status: 'HTTP/1.1 400 Bad Request', closes: true, body: '{"error":"Host header is invalid"}', closedByServer: true };
+  const refused = {
+    status: 'HTTP/1.1 400 Bad Request',
+    closes: true,
+    body: '{"error":"Host header is invalid"}',
+    closedByServer: true,
+  };
 
   test.each([
     ['GET', '/pair'],
@@ -450,7 +513,9 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
     expect(await sendWithHost(method, path, 'a b')).toEqual(refused);
     const logged = log.lines.filter((line) => line.includes(`request method=${method} path=${path} `));
     expect(logged).toEqual([expect.stringContaining(' status=400 ')]);
-    expect(log.lines.filter((line) => / (warn|error) /.test(line) && !line.includes('pairing.public_url_unset'))).toEqual([]);
+    expect(
+      log.lines.filter((line) => / (warn|error) /.test(line) && !line.includes('pairing.public_url_unset')),
+    ).toEqual([]);
   });
 
   test("a refused `/pair` request has the page's strict headers, like every `/pair` answer; no others", async () => {
@@ -458,7 +523,9 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
       const { reply } = await rawRequest(Number(running.url.port), `GET ${path} HTTP/1.1\r\nHost: a b\r\n\r\n`, 3_000);
       return replyHeaders(reply);
     };
-    const pageHeaders = Object.fromEntries(Object.entries(PAGE_HEADERS).map(([name, value]) => [name.toLowerCase(), value]));
+    const pageHeaders = Object.fromEntries(
+      Object.entries(PAGE_HEADERS).map(([name, value]) => [name.toLowerCase(), value]),
+    );
     for (const path of ['/pair', '/pair/', '/pair?code=BBBB-BBBB', '/./pair', '/x/../pair', '/pair/.']) {
       expect(await headersOf(path)).toMatchObject(pageHeaders);
     }
@@ -493,15 +560,23 @@ describe('a Host header no URL can hold, on a listening server with pairing on',
 
   test('a request is logged by its path alone: no origin, no query (it may hold a pairing code)', async () => {
     const before = log.lines.length;
-    const { reply } = await rawRequest(Number(running.url.port), 'GET /pair?code=WDJB-MJHT HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    const { reply } = await rawRequest(
+      Number(running.url.port),
+      'GET /pair?code=WDJB-MJHT HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+    );
     expect(reply).toStartWith('HTTP/1.1 404 Not Found\r\n');
     const lines = log.lines.slice(before);
-    expect(lines.map((line) => line.slice(line.indexOf(' ') + 1).replace(/ ms=[\d.]+$/, ''))).toEqual(['info request method=GET path=/pair status=404']);
+    expect(lines.map((line) => line.slice(line.indexOf(' ') + 1).replace(/ ms=[\d.]+$/, ''))).toEqual([
+      'info request method=GET path=/pair status=404',
+    ]);
     expect(Number(lines[0]!.split(' ms=')[1])).toBeGreaterThan(0); // how long it took, to a hundredth of a millisecond
   });
 
   test('a request with a valid Host on the same server is answered by the app', async () => {
-    const { reply } = await rawRequest(Number(running.url.port), 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    const { reply } = await rawRequest(
+      Number(running.url.port),
+      'GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+    );
     expect(reply).toStartWith('HTTP/1.1 200 OK\r\n');
     expect(reply).toEndWith('\r\n\r\n{"status":"ok"}');
   });

@@ -1,19 +1,29 @@
-
 import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { PLANNER_ERROR_BODY } from './fake-planner.ts';
 import { compiledBinary, ownerRequest, startBinary } from './binary.ts';
+import { INSTALLATION, installationNumbered, OTHER_INSTALLATION, OWNER_TOKEN, tempDir, waitUntil } from './support.ts';
 import {
-  INSTALLATION,
-  installationNumbered,
-  OTHER_INSTALLATION,
-  OWNER_TOKEN,
-  tempDir,
-  waitUntil,
-} from './support.ts';
-import { cleanups, failWrites, fastTimers, forward, forwardInBackground, forwarding, KEY, OVERRIDE, planner, runCleanups, samplesAt, seedPending, service, spyOnRequests, states, T0, TOKEN } from './planner-support.ts';
+  cleanups,
+  failWrites,
+  fastTimers,
+  forward,
+  forwardInBackground,
+  forwarding,
+  KEY,
+  OVERRIDE,
+  planner,
+  runCleanups,
+  samplesAt,
+  seedPending,
+  service,
+  spyOnRequests,
+  states,
+  T0,
+  TOKEN,
+} from './planner-support.ts';
 
 afterEach(runCleanups);
 
@@ -55,12 +65,16 @@ test('sent samples are not sent again after a restart; samples waiting at a stop
 test('a retryable answer arriving after the stop began ends the loop at once instead of backing off', async () => {
   const fake = planner(() => ({ status: 503, delayMs: 300 }));
   // Backoffs never end on their own (only the stop may cut one short); the 5 s grace runs in real time.
-  const target = await service(forwarding(fake), { timers: { ...fastTimers(), backoff: () => () => {}, delay: after } });
+  const target = await service(forwarding(fake), {
+    timers: { ...fastTimers(), backoff: () => () => {}, delay: after },
+  });
   seedPending(target, INSTALLATION, samplesAt(T0));
   target.planner.recheck(INSTALLATION);
   await fake.waitFor(1);
   const stopping = target.planner.stop(); // the 503 comes back during the grace
-  expect(await Promise.race([stopping.then(() => 'stopped'), Bun.sleep(3000).then(() => 'still backing off')])).toBe('stopped');
+  expect(await Promise.race([stopping.then(() => 'stopped'), Bun.sleep(3000).then(() => 'still backing off')])).toBe(
+    'stopped',
+  );
   expect(fake.requests).toHaveLength(1);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.pending]]); // sent after the restart
 });
@@ -69,7 +83,11 @@ test('an outcome whose write fails is written again later; meanwhile no sample, 
   const fake = planner();
   // The retry of the failed write comes when the test says so.
   let retry = () => {};
-  const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => (ms === limits.plannerMarkRetryMs ? ((retry = expire), () => {}) : after(ms / 20, expire)) };
+  const timers = {
+    ...fastTimers(),
+    delay: (ms: number, expire: () => void) =>
+      ms === limits.plannerMarkRetryMs ? ((retry = expire), () => {}) : after(ms / 20, expire),
+  };
   const target = await service(forwarding(fake), { timers });
   failWrites(target, 'plannerSettled', 1);
 
@@ -101,7 +119,8 @@ test('a full disk is logged at its first failed write, then once a minute (60th 
   let retries = 0;
   const timers = {
     ...fastTimers(),
-    delay: (ms: number, expire: () => void) => (ms === limits.plannerMarkRetryMs ? ((retries += 1), (retry = expire), () => {}) : after(ms / 20, expire)),
+    delay: (ms: number, expire: () => void) =>
+      ms === limits.plannerMarkRetryMs ? ((retries += 1), (retry = expire), () => {}) : after(ms / 20, expire),
   };
   const target = await service(forwarding(fake), { timers });
   const diskFull = failWrites(target, 'plannerSettled', Infinity);
@@ -111,7 +130,9 @@ test('a full disk is logged at its first failed write, then once a minute (60th 
     retry();
   }
   await waitUntil(() => retries === 121);
-  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).map((line) => line.replace(/^\S+ /, ''))).toEqual([
+  expect(
+    target.log.lines.filter((line) => line.includes('planner.mark_')).map((line) => line.replace(/^\S+ /, '')),
+  ).toEqual([
     'error planner.mark_failed samples=1 failures=1 reason="database or disk is full"',
     'error planner.mark_failed samples=1 failures=61 reason="database or disk is full"',
     'error planner.mark_failed samples=1 failures=121 reason="database or disk is full"',
@@ -119,13 +140,17 @@ test('a full disk is logged at its first failed write, then once a minute (60th 
   diskFull();
   retry();
   await waitUntil(() => target.log.lines.some((line) => line.includes('planner.mark_recovered')));
-  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).slice(3)).toEqual([expect.stringMatching(/ info planner\.mark_recovered failures=121$/)]);
+  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).slice(3)).toEqual([
+    expect.stringMatching(/ info planner\.mark_recovered failures=121$/),
+  ]);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
 
   // The next outage is counted from one again.
   failWrites(target, 'plannerSettled', 1);
   await forward(target, INSTALLATION, samplesAt(T0 + 1));
-  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).at(-1)).toEndWith(' error planner.mark_failed samples=1 failures=1 reason="database or disk is full"');
+  expect(target.log.lines.filter((line) => line.includes('planner.mark_')).at(-1)).toEndWith(
+    ' error planner.mark_failed samples=1 failures=1 reason="database or disk is full"',
+  );
 });
 
 test('attempts already waiting for a request slot when an outcome cannot be written do not send either', async () => {
@@ -135,7 +160,10 @@ test('attempts already waiting for a request slot when an outcome cannot be writ
   const fake = planner((_, index) => (index === 0 ? {} : { until: held }));
   let retry = () => {};
   // The requests keep their real deadline; the failed write's retry comes when the test says so.
-  const delay = (ms: number, expire: () => void) => (ms === limits.plannerMarkRetryMs ? ((retry = expire), () => {}) : after(ms === limits.plannerTimeoutMs ? ms : ms / 20, expire));
+  const delay = (ms: number, expire: () => void) =>
+    ms === limits.plannerMarkRetryMs
+      ? ((retry = expire), () => {})
+      : after(ms === limits.plannerTimeoutMs ? ms : ms / 20, expire);
   const target = await service(forwarding(fake), { timers: { ...fastTimers(), delay } });
   cleanups.push(release); // before the service closes: its close waits for the held requests
   const diskFull = failWrites(target, 'plannerSettled', Infinity);
@@ -175,7 +203,8 @@ test("an attempt whose re-read waits for the disk while another outcome's write 
   let finishWait = () => {};
   let waits = 0;
   const durable = target.storage.committer.durable.bind(target.storage.committer);
-  target.storage.committer.durable = () => (++waits === 1 ? new Promise<void>((resolve) => (finishWait = resolve)) : durable());
+  target.storage.committer.durable = () =>
+    ++waits === 1 ? new Promise<void>((resolve) => (finishWait = resolve)) : durable();
   wake!();
   await waitUntil(() => waits === 1);
   const diskFull = failWrites(target, 'plannerSettled', Infinity);
@@ -219,7 +248,10 @@ test('while outcomes cannot be written (full disk), a restart resends only the s
 test('an outcome still unwritten at shutdown gets one last write', async () => {
   const fake = planner();
   // The retry would come only after an hour: the stop must write it.
-  const timers = { ...fastTimers(), delay: (ms: number, expire: () => void) => after(ms === limits.plannerMarkRetryMs ? 3_600_000 : ms / 20, expire) };
+  const timers = {
+    ...fastTimers(),
+    delay: (ms: number, expire: () => void) => after(ms === limits.plannerMarkRetryMs ? 3_600_000 : ms / 20, expire),
+  };
   const target = await service(forwarding(fake), { timers });
   failWrites(target, 'plannerSettled', 1);
   await forward(target, INSTALLATION, samplesAt(T0));
@@ -246,7 +278,16 @@ test('the log holds no key, token, request body or planner answer', async () => 
   const log = target.log.lines.join('\n');
   expect(log).toContain('planner.given_up');
   expect(log).toContain('planner.retry');
-  for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'api_key', 'tlm', String(T0)]) {
+  for (const secret of [
+    KEY,
+    TOKEN,
+    OVERRIDE,
+    PLANNER_ERROR_BODY,
+    'planner-answer-body',
+    'api_key',
+    'tlm',
+    String(T0),
+  ]) {
     expect(log).not.toContain(secret);
   }
 });
@@ -258,7 +299,10 @@ describe('the compiled binary', () => {
     const cwd = tempDir();
     const env = { INGEST_TOKEN: OWNER_TOKEN, PLANNER_URL: fake.url, PLANNER_API_KEY: KEY, PLANNER_TOKEN: TOKEN };
     const first = await startBinary(binary, env, cwd);
-    const sent = await ownerRequest(first, 'POST', '/v1/telemetry', { installationId: INSTALLATION, samples: samplesAt(T0, T0 + 1) });
+    const sent = await ownerRequest(first, 'POST', '/v1/telemetry', {
+      installationId: INSTALLATION,
+      samples: samplesAt(T0, T0 + 1),
+    });
     expect(sent.status).toBe(200);
     await fake.waitFor(1);
     expect(await first.stop()).toBe(0);

@@ -1,17 +1,28 @@
-
 import { afterEach, describe, expect, spyOn, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
+import { heldSyncs, INSTALLATION, installationNumbered, waitUntil, type TestService } from './support.ts';
 import {
-  heldSyncs,
-  INSTALLATION,
-  installationNumbered,
-  waitUntil,
-  type TestService,
-} from './support.ts';
-import { cleanups, changeDatabase, fastTimers, forward, forwarding, heldRequestTimers, planner, plannerLog, runCleanups, samplesAt, seedPending, service, spyOnRequests, states, T0, TOKEN, withdrawPending } from './planner-support.ts';
+  cleanups,
+  changeDatabase,
+  fastTimers,
+  forward,
+  forwarding,
+  heldRequestTimers,
+  planner,
+  plannerLog,
+  runCleanups,
+  samplesAt,
+  seedPending,
+  service,
+  spyOnRequests,
+  states,
+  T0,
+  TOKEN,
+  withdrawPending,
+} from './planner-support.ts';
 
 afterEach(runCleanups);
 
@@ -39,7 +50,9 @@ test("the backoff carries over to a car's next upload after its loop ended, unti
     await target.planner.idle(); // this sample's attempts are over before the car uploads the next
   }
   // Five attempts each for the first two; the third goes after the longest wait and is taken; the fourth at once.
-  expect(backoffs.map((ms) => ms / 0.75)).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000, 60_000]);
+  expect(backoffs.map((ms) => ms / 0.75)).toEqual([
+    1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000, 60_000,
+  ]);
   expect(states(target, INSTALLATION)).toEqual([
     [T0, PlannerState.givenUp],
     [T0 + 60, PlannerState.givenUp],
@@ -84,7 +97,11 @@ test('backoffs are kept up to the installation limit: the oldest forgotten sends
     return backoffs.slice(from);
   };
   // 750: the first backoff, 1 s, jittered with random() = 0.5.
-  expect([await backoffsBefore(oldest), await backoffsBefore(second), await backoffsBefore(newest)]).toEqual([[], [750], [750]]);
+  expect([await backoffsBefore(oldest), await backoffsBefore(second), await backoffsBefore(newest)]).toEqual([
+    [],
+    [750],
+    [750],
+  ]);
   expect(fake.utcsOf(TOKEN).slice(-3)).toEqual([T0 + 1, T0 + 1, T0 + 1]);
 }, 60_000);
 
@@ -98,7 +115,8 @@ describe('a sample sent again while it waits out a backoff', () => {
       backoff: (_ms, wake) => (release === null ? ((release = wake), () => {}) : after(0, wake)),
     };
     const target = await service(forwarding(fake), { timers });
-    const post = (body: object) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
+    const post = (body: object) =>
+      target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
     await post({ samples: [{ utc: T0, soc: 50 }] });
     await waitUntil(() => release !== null); // the 503 arrived and its backoff began, not only the request
     return { fake, target, post, release: () => release!() };
@@ -123,7 +141,8 @@ describe('a sample sent again while it waits out a backoff', () => {
     const syncs = heldSyncs();
     const target = await service(forwarding(fake), { timers, syncFile: syncs.syncFile });
     cleanups.push(syncs.release); // before the service closes: its close waits for held syncs
-    const post = (soc: number) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc }] } });
+    const post = (soc: number) =>
+      target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc }] } });
     const first = post(50);
     await waitUntil(() => syncs.calls.length === 1);
     syncs.calls[0]!.finish();
@@ -174,10 +193,15 @@ describe('a sample sent again while it waits out a backoff', () => {
     const fake = planner(() => ({ status: 503 }));
     let soc = 50;
     let target: TestService;
-    const rewrite = () => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc: ++soc }] } });
+    const rewrite = () =>
+      target.request('POST', '/v1/telemetry', {
+        body: { installationId: INSTALLATION, samples: [{ utc: T0, soc: ++soc }] },
+      });
     const timers: PlannerTimers = { ...fastTimers(), backoff: (_ms, wake) => (void rewrite().then(wake), () => {}) };
     target = await service(forwarding(fake), { timers });
-    await target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, samples: [{ utc: T0, soc }] } });
+    await target.request('POST', '/v1/telemetry', {
+      body: { installationId: INSTALLATION, samples: [{ utc: T0, soc }] },
+    });
     await target.planner.idle();
     expect(fake.requests.map((request) => request.tlm.soc)).toEqual([50, 51, 52, 53, 54]);
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
@@ -185,7 +209,13 @@ describe('a sample sent again while it waits out a backoff', () => {
 
   test('withdrawn by plannerSentUtc (the car gave it to the planner) is not sent again; the next one is', async () => {
     const { fake, target, post, release } = await waitingInBackoff();
-    await post({ plannerSentUtc: T0, samples: [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 51 }] });
+    await post({
+      plannerSentUtc: T0,
+      samples: [
+        { utc: T0, soc: 50 },
+        { utc: T0 + 1, soc: 51 },
+      ],
+    });
     release();
     await target.planner.idle();
     expect(fake.requests.map((request) => request.tlm.utc)).toEqual([T0, T0 + 1]); // T0's one attempt answered 503
@@ -209,7 +239,8 @@ describe('a sample sent again while it waits for a request slot', () => {
     seedPending(target, others, samplesAt(T0));
     for (const id of others) target.planner.recheck(id);
     await waitUntil(() => fake.holding === limits.plannerInFlight);
-    const post = (body: object) => target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
+    const post = (body: object) =>
+      target.request('POST', '/v1/telemetry', { body: { installationId: INSTALLATION, ...body } });
     await post({ samples: [{ utc: T0, soc: 50 }] });
     await waitUntil(() => target.planner.stats.outboxReads === others.length + 1);
     // The loop waits for what its read saw to be on disk, then for a slot: this waits after it.
@@ -232,7 +263,9 @@ describe('a sample sent again while it waits for a request slot', () => {
     expect(fake.utcsOf(TOKEN)).toEqual([]);
     release();
     await target.planner.idle();
-    expect(fake.requests.filter((request) => request.token === TOKEN).map((request) => request.tlm)).toEqual([{ utc: T0, soc: 61 }]);
+    expect(fake.requests.filter((request) => request.token === TOKEN).map((request) => request.tlm)).toEqual([
+      { utc: T0, soc: 61 },
+    ]);
     expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent]]);
   });
 
@@ -257,7 +290,9 @@ test('network errors and timeouts are retried and logged by code (ECONNREFUSED) 
   await forward(target, INSTALLATION, samplesAt(T0));
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
   // By the error's code, not its class (a TypeError): what says the planner is down.
-  expect(plannerLog(target)).toContainEqual(`warn planner.given_up installation=${INSTALLATION} error=ECONNREFUSED attempts=5`);
+  expect(plannerLog(target)).toContainEqual(
+    `warn planner.given_up installation=${INSTALLATION} error=ECONNREFUSED attempts=5`,
+  );
 
   // The first request outlives its 10 s deadline (500 ms here); the second is answered at once.
   const slow = planner((_, index): PlannerReply => (index === 0 ? { delayMs: 2000 } : {}));

@@ -1,15 +1,27 @@
-
 import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { EndlessBody, PLANNER_ERROR_BODY } from './fake-planner.ts';
+import { INSTALLATION, installationNumbered, OTHER_INSTALLATION, waitUntil } from './support.ts';
 import {
-  INSTALLATION,
-  installationNumbered,
-  OTHER_INSTALLATION,
-  waitUntil,
-} from './support.ts';
-import { cleanups, fastTimers, forward, forwarding, heldRequestTimers, KEY, OVERRIDE, planner, plannerLog, runCleanups, samplesAt, seedPending, service, spyOnRequests, states, T0, TOKEN } from './planner-support.ts';
+  cleanups,
+  fastTimers,
+  forward,
+  forwarding,
+  heldRequestTimers,
+  KEY,
+  OVERRIDE,
+  planner,
+  plannerLog,
+  runCleanups,
+  samplesAt,
+  seedPending,
+  service,
+  spyOnRequests,
+  states,
+  T0,
+  TOKEN,
+} from './planner-support.ts';
 
 afterEach(runCleanups);
 
@@ -17,7 +29,17 @@ test('a sample is sent as the contract says: form fields, usable values only, fl
   const fake = planner();
   const target = await service(forwarding(fake));
   await forward(target, INSTALLATION, [
-    { utc: T0, soc: 71.5, power: -12.25, speed: 88, lat: 41.01, lon: 28.97, is_charging: 1, is_parked: 0, car_model: 'mg:4:64' },
+    {
+      utc: T0,
+      soc: 71.5,
+      power: -12.25,
+      speed: 88,
+      lat: 41.01,
+      lon: 28.97,
+      is_charging: 1,
+      is_parked: 0,
+      car_model: 'mg:4:64',
+    },
   ]);
 
   expect(fake.requests).toHaveLength(1);
@@ -147,7 +169,11 @@ test('a 400 gives the sample up and the next sample is still sent', async () => 
     [T0, PlannerState.givenUp],
     [T0 + 1, PlannerState.sent],
   ]);
-  expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=1`))).toBe(true);
+  expect(
+    target.log.lines.some((line) =>
+      line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=1`),
+    ),
+  ).toBe(true);
 });
 
 test('a 400 after a retry ends the backoff: the planner answered, so the next sample is sent at once', async () => {
@@ -162,7 +188,11 @@ test('a 400 after a retry ends the backoff: the planner answered, so the next sa
     [T0, PlannerState.givenUp],
     [T0 + 1, PlannerState.sent],
   ]);
-  expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=2`))).toBe(true);
+  expect(
+    target.log.lines.some((line) =>
+      line.endsWith(`planner.given_up installation=${INSTALLATION} status=400 attempts=2`),
+    ),
+  ).toBe(true);
 });
 
 test('a redirect is not followed, so the key and token go nowhere else: the sample is given up', async () => {
@@ -172,11 +202,17 @@ test('a redirect is not followed, so the key and token go nowhere else: the samp
   await forward(target, INSTALLATION, samplesAt(T0));
   expect([fake.requests.length, elsewhere.requests.length]).toEqual([1, 0]);
   expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.givenUp]]);
-  expect(target.log.lines.some((line) => line.endsWith(`planner.given_up installation=${INSTALLATION} status=307 attempts=1`))).toBe(true);
+  expect(
+    target.log.lines.some((line) =>
+      line.endsWith(`planner.given_up installation=${INSTALLATION} status=307 attempts=1`),
+    ),
+  ).toBe(true);
 });
 
 test('success is a 200 with {"status":"ok"}: a 200 without it, or a 201 with it, gives the sample up', async () => {
-  const fake = planner((request) => (request.tlm.utc === T0 ? { status: 200, body: '{"status":"error"}' } : { status: 201, body: '{"status":"ok"}' }));
+  const fake = planner((request) =>
+    request.tlm.utc === T0 ? { status: 200, body: '{"status":"error"}' } : { status: 201, body: '{"status":"ok"}' },
+  );
   const target = await service(forwarding(fake));
   await forward(target, INSTALLATION, samplesAt(T0, T0 + 1));
   expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 1]);
@@ -201,7 +237,9 @@ test('an answer of up to 4 KiB is read whole; a 200 one byte longer is not ok an
     [T0, PlannerState.sent],
     [T0 + 1, PlannerState.givenUp],
   ]);
-  expect(plannerLog(target)).toEqual([`warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`]);
+  expect(plannerLog(target)).toEqual([
+    `warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`,
+  ]);
 });
 
 describe('an endless answer', () => {
@@ -240,7 +278,9 @@ describe('an endless answer', () => {
       [T0, PlannerState.givenUp],
       [T0 + 1, PlannerState.sent],
     ]);
-    expect(plannerLog(target)).toEqual([`warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`]);
+    expect(plannerLog(target)).toEqual([
+      `warn planner.given_up installation=${INSTALLATION} error=AnswerTooLarge attempts=1`,
+    ]);
   });
 
   test('a 503 is cut off past 4 KiB and retried as any 503; the answer is not logged', async () => {

@@ -6,10 +6,7 @@ import type { SyncFile } from '../src/db/wal-sync.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
-import {
-  startTestService,
-  type TestService,
-} from './support.ts';
+import { startTestService, type TestService } from './support.ts';
 
 export const KEY = 'planner-api-key-secret-0001';
 export const TOKEN = 'planner-user-token-secret-0002';
@@ -58,7 +55,11 @@ export async function service(
   config: Partial<Config>,
   options: { dir?: string; timers?: PlannerTimers; syncFile?: SyncFile } = {},
 ): Promise<TestService> {
-  const started = await startTestService(config, { dir: options.dir, syncFile: options.syncFile, plannerTimers: options.timers ?? fastTimers() });
+  const started = await startTestService(config, {
+    dir: options.dir,
+    syncFile: options.syncFile,
+    plannerTimers: options.timers ?? fastTimers(),
+  });
   cleanups.push(() => started.close());
   return started;
 }
@@ -81,7 +82,9 @@ export function seedPending(target: TestService, installations: string | string[
   changeDatabase(target, (db) => {
     for (const installationId of [installations].flat()) {
       db.query('INSERT INTO installations (uuid) VALUES (?) ON CONFLICT (uuid) DO NOTHING').run(installationId);
-      const { id } = db.query<{ id: number }, [string]>('SELECT id FROM installations WHERE uuid = ?').get(installationId)!;
+      const { id } = db
+        .query<{ id: number }, [string]>('SELECT id FROM installations WHERE uuid = ?')
+        .get(installationId)!;
       for (const sample of samples) {
         const columns = ['installation', 'planner_state', ...Object.keys(sample)];
         db.query(`INSERT INTO samples (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`).run(
@@ -96,7 +99,9 @@ export function seedPending(target: TestService, installations: string | string[
 
 /** Test fixture: withdraws every waiting sample, as a batch whose plannerSentUtc covers them does. */
 export function withdrawPending(target: TestService): void {
-  changeDatabase(target, (db) => db.run(`UPDATE samples SET planner_state = ${PlannerState.none} WHERE planner_state = ${PlannerState.pending}`));
+  changeDatabase(target, (db) =>
+    db.run(`UPDATE samples SET planner_state = ${PlannerState.none} WHERE planner_state = ${PlannerState.pending}`),
+  );
 }
 
 /** Makes the next `count` writes of `op` fail as a full disk would; answers a function that ends the failures. */
@@ -105,7 +110,9 @@ export function failWrites(target: TestService, op: string, count: number): () =
   const write = committer.write.bind(committer);
   let failures = count;
   committer.write = ((name, args) =>
-    name === op && failures-- > 0 ? Promise.reject(new Error('database or disk is full')) : write(name, args)) as typeof committer.write;
+    name === op && failures-- > 0
+      ? Promise.reject(new Error('database or disk is full'))
+      : write(name, args)) as typeof committer.write;
   return () => (failures = 0);
 }
 

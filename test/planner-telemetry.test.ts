@@ -1,4 +1,3 @@
-
 import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { PlannerState } from '../src/telemetry/schema.ts';
@@ -11,7 +10,20 @@ import {
   tempDir,
   type TestService,
 } from './support.ts';
-import { cleanups, forwarding, heldRequestTimers, KEY, OVERRIDE, planner, runCleanups, samplesAt, service, states, T0, TOKEN } from './planner-support.ts';
+import {
+  cleanups,
+  forwarding,
+  heldRequestTimers,
+  KEY,
+  OVERRIDE,
+  planner,
+  runCleanups,
+  samplesAt,
+  service,
+  states,
+  T0,
+  TOKEN,
+} from './planner-support.ts';
 
 afterEach(runCleanups);
 
@@ -41,20 +53,31 @@ describe('through POST /v1/telemetry', () => {
       body: {
         stored: 2,
         droppedCount: 3,
-        dropped: ['samples[0].soc: 140 is out of range 0..100', 'samples[0].foo: unknown field', 'samples[1].lat: unusable without lon'],
+        dropped: [
+          'samples[0].soc: 140 is out of range 0..100',
+          'samples[0].foo: unknown field',
+          'samples[1].lat: unusable without lon',
+        ],
       },
     });
     expect(fake.requests.map((request) => request.tlmText)).toEqual([
       '{"utc":1764080000,"soc":70,"is_charging":0}',
       '{"utc":1764080001,"speed":50,"is_parked":1}',
     ]);
-    expect(fake.requests.map((request) => request.fieldNames.join())).toEqual(['api_key,token,tlm', 'api_key,token,tlm']);
+    expect(fake.requests.map((request) => request.fieldNames.join())).toEqual([
+      'api_key,token,tlm',
+      'api_key,token,tlm',
+    ]);
   });
 
   test('only samples newer than plannerSentUtc are forwarded', async () => {
     const fake = planner();
     const target = await service(forwarding(fake));
-    await postAndForward(target, { installationId: INSTALLATION, plannerSentUtc: T0 + 1, samples: samplesAt(T0, T0 + 1, T0 + 2, T0 + 3) });
+    await postAndForward(target, {
+      installationId: INSTALLATION,
+      plannerSentUtc: T0 + 1,
+      samples: samplesAt(T0, T0 + 1, T0 + 2, T0 + 3),
+    });
     expect(fake.utcsOf(TOKEN)).toEqual([T0 + 2, T0 + 3]);
     expect(states(target, INSTALLATION)).toEqual([
       [T0, PlannerState.none],
@@ -113,11 +136,20 @@ describe('through POST /v1/telemetry', () => {
   test('a waiting sample sent again with new values reaches the planner with the new values', async () => {
     const fake = planner(() => ({ delayMs: 100 }));
     const target = await service(forwarding(fake));
-    await post(target, { installationId: INSTALLATION, samples: [{ utc: T0, soc: 50 }, { utc: T0 + 1, soc: 51 }] });
+    await post(target, {
+      installationId: INSTALLATION,
+      samples: [
+        { utc: T0, soc: 50 },
+        { utc: T0 + 1, soc: 51 },
+      ],
+    });
     await fake.waitFor(1); // T0 is at the planner; T0 + 1 waits in the queue
     await post(target, { installationId: INSTALLATION, samples: [{ utc: T0 + 1, soc: 61 }] });
     await target.planner.idle();
-    expect(fake.requests.map((request) => request.tlmText)).toEqual(['{"utc":1764080000,"soc":50}', '{"utc":1764080001,"soc":61}']);
+    expect(fake.requests.map((request) => request.tlmText)).toEqual([
+      '{"utc":1764080000,"soc":50}',
+      '{"utc":1764080001,"soc":61}',
+    ]);
   });
 
   test('a waiting sample withdrawn by a later plannerSentUtc is not sent', async () => {
@@ -148,14 +180,20 @@ describe('through POST /v1/telemetry', () => {
     release();
     await target.planner.idle();
     expect(fake.utcsOf(TOKEN)).toEqual([T0, T0 + 2]);
-    expect(states(target, INSTALLATION)).toEqual([[T0, PlannerState.sent], [T0 + 1, PlannerState.none], [T0 + 2, PlannerState.sent]]);
+    expect(states(target, INSTALLATION)).toEqual([
+      [T0, PlannerState.sent],
+      [T0 + 1, PlannerState.none],
+      [T0 + 2, PlannerState.sent],
+    ]);
   });
 
   test('nothing is forwarded for an invalid batch or one without a usable sample', async () => {
     const fake = planner();
     const target = await service(forwarding(fake));
     expect((await postAndForward(target, { installationId: 'nope', samples: samplesAt(T0) })).status).toBe(400);
-    expect(await postAndForward(target, { installationId: INSTALLATION, samples: [{ utc: T0, soc: 500 }, 7] })).toMatchObject({
+    expect(
+      await postAndForward(target, { installationId: INSTALLATION, samples: [{ utc: T0, soc: 500 }, 7] }),
+    ).toMatchObject({
       status: 200,
       body: { stored: 0 },
     });
@@ -217,6 +255,7 @@ describe('through POST /v1/telemetry', () => {
     await postAndForward(target, { installationId: OTHER_INSTALLATION, samples: samplesAt(T0) });
     const log = target.log.lines.join('\n');
     expect(log).toContain('planner.given_up');
-    for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'tlm']) expect(log).not.toContain(secret);
+    for (const secret of [KEY, TOKEN, OVERRIDE, PLANNER_ERROR_BODY, 'planner-answer-body', 'tlm'])
+      expect(log).not.toContain(secret);
   });
 });

@@ -89,11 +89,30 @@ describe('the clients as they send', () => {
       is_dcfc: 0,
       odometer: 12345.6,
     });
-    const response = await service.request('GET', query({ api_key: CLIENT_KEY, token: deviceToken, tlm }), { token: null });
+    const response = await service.request('GET', query({ api_key: CLIENT_KEY, token: deviceToken, tlm }), {
+      token: null,
+    });
     expect(await planner(response)).toEqual(OK);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    const stored = { utc: UTC, soc: 80, soh: 98, speed: 52, lat: 52.52001, lon: 13.40495, elevation: 34, is_charging: 0, is_dcfc: 0 };
-    expect(storedSample()).toMatchObject({ ...stored, ext_temp: 12, power: 4.98, voltage: 398.2, current: -12.5, car_model: 'mg:4:22:64:other' });
+    const stored = {
+      utc: UTC,
+      soc: 80,
+      soh: 98,
+      speed: 52,
+      lat: 52.52001,
+      lon: 13.40495,
+      elevation: 34,
+      is_charging: 0,
+      is_dcfc: 0,
+    };
+    expect(storedSample()).toMatchObject({
+      ...stored,
+      ext_temp: 12,
+      power: 4.98,
+      voltage: 398.2,
+      current: -12.5,
+      car_model: 'mg:4:22:64:other',
+    });
     const requests = await forwarded();
     expect(requests).toHaveLength(1);
     expect(requests[0]).toMatchObject({ apiKey: KEY, token: PLANNER_TOKEN });
@@ -105,7 +124,9 @@ describe('the clients as they send', () => {
   test('EVNotify: a fractional utc is floored', async () => {
     await start();
     const tlm = JSON.stringify({ utc: UTC + 0.731, soc: 64.5, speed: 0, is_charging: 1, power: -7.2 });
-    expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(OK);
+    expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(
+      OK,
+    );
     expect(storedSample()).toMatchObject({ utc: UTC, soc: 64.5, is_charging: 1, power: -7.2 });
     expect((await forwarded())[0]!.tlm).toEqual({ utc: UTC, soc: 64.5, power: -7.2, speed: 0, is_charging: 1 });
   });
@@ -124,7 +145,13 @@ describe('the clients as they send', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expect(await planner(response)).toEqual(OK);
-    expect(storedSample()).toMatchObject({ utc: UTC, est_battery_range: 310, tire_pressure_rr: 249, lat: 41.0082376, heading: 181 });
+    expect(storedSample()).toMatchObject({
+      utc: UTC,
+      est_battery_range: 310,
+      tire_pressure_rr: 249,
+      lat: 41.0082376,
+      heading: 181,
+    });
     const requests = await forwarded();
     expect(requests).toHaveLength(1);
     expect(requests[0]!.tlm).toEqual(JSON.parse(tlm));
@@ -156,7 +183,11 @@ describe('read leniently, as the planner reads it', () => {
     ['a utc as text with a fraction', { utc: `${UTC}.9`, soc: 1 }, { utc: UTC, soc: 1 }],
     ['alt as elevation', { alt: '-12.5' }, { elevation: -12.5 }],
     ['elevation over alt when both are sent', { elevation: 40, alt: 12 }, { elevation: 40 }],
-    ['flags as booleans, their text, or 0/1 as text', { is_charging: true, is_dcfc: 'false', is_parked: '1' }, { is_charging: 1, is_dcfc: 0, is_parked: 1 }],
+    [
+      'flags as booleans, their text, or 0/1 as text',
+      { is_charging: true, is_dcfc: 'false', is_parked: '1' },
+      { is_charging: 1, is_dcfc: 0, is_parked: 1 },
+    ],
     ['unusable values dropped, the rest kept', { soc: 'eighty', speed: '0x10', heading: 90, foo: 1 }, { heading: 90 }],
     ['a car model kept as text', { car_model: '123' }, { car_model: '123' }],
   ])('%s', async (_, fields, stored) => {
@@ -193,7 +224,11 @@ describe('read leniently, as the planner reads it', () => {
   test.each([
     ['no usable value', { utc: UTC, soc: 'x' }, 'tlm.soc: "x" is not a number; tlm: no usable values'],
     ['no utc', { soc: 80 }, 'tlm: utc is missing'],
-    ['a utc in milliseconds', { utc: UTC * 1000, soc: 80 }, `tlm: utc ${UTC * 1000} is in the future (milliseconds instead of seconds?)`],
+    [
+      'a utc in milliseconds',
+      { utc: UTC * 1000, soc: 80 },
+      `tlm: utc ${UTC * 1000} is in the future (milliseconds instead of seconds?)`,
+    ],
   ])('400 in the planner’s shape for %s, nothing stored', async (_, tlm, error) => {
     expect(await send(tlm)).toEqual({ status: 400, body: { status: 'error', error } });
     expect(storedSample()).toBeNull();
@@ -209,8 +244,15 @@ describe('read leniently, as the planner reads it', () => {
   });
 
   test('a JSON body that is not JSON is a 400 in the planner’s shape', async () => {
-    const response = await service.request('POST', PATH, { body: '{"token":', token: null, headers: { 'content-type': 'application/json' } });
-    expect(await planner(response)).toEqual({ status: 400, body: { status: 'error', error: 'body is not valid JSON' } });
+    const response = await service.request('POST', PATH, {
+      body: '{"token":',
+      token: null,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(await planner(response)).toEqual({
+      status: 400,
+      body: { status: 'error', error: 'body is not valid JSON' },
+    });
   });
 
   test('a body that is not UTF-8 is a 400 in the planner’s shape, in the words of its type', async () => {
@@ -247,7 +289,11 @@ test('without a PLANNER_TOKENS entry for the installation, PLANNER_TOKEN forward
   expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(OK);
   const requests = await forwarded();
   expect(requests).toHaveLength(1);
-  expect(requests[0]).toMatchObject({ apiKey: KEY, token: 'the-server-default-planner-token', tlm: { utc: UTC, soc: 80 } });
+  expect(requests[0]).toMatchObject({
+    apiKey: KEY,
+    token: 'the-server-default-planner-token',
+    tlm: { utc: UTC, soc: 80 },
+  });
 });
 
 describe('only a device token of this service', () => {
@@ -263,12 +309,19 @@ describe('only a device token of this service', () => {
     const response = await service.request('GET', query({ ...params, tlm }), { token: null });
     expect(await planner(response)).toEqual(unauthorized);
     expect(response.headers.get('www-authenticate')).toBeNull();
-    const asBearer = await service.request('POST', PATH, { body: { tlm }, headers: { 'content-type': 'application/json' } });
+    const asBearer = await service.request('POST', PATH, {
+      body: { tlm },
+      headers: { 'content-type': 'application/json' },
+    });
     expect(await planner(asBearer)).toEqual(unauthorized);
     const inJson = await service.request('POST', PATH, { body: { ...params, tlm }, token: null });
     expect(await planner(inJson)).toEqual(unauthorized);
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    const inForm = await service.request('POST', PATH, { body: `${new URLSearchParams({ ...params, tlm })}`, token: null, headers: form });
+    const inForm = await service.request('POST', PATH, {
+      body: `${new URLSearchParams({ ...params, tlm })}`,
+      token: null,
+      headers: form,
+    });
     expect(await planner(inForm)).toEqual(unauthorized);
     expect(storedSample()).toBeNull();
     expect(fake.requests).toEqual([]);
@@ -291,10 +344,16 @@ describe('only a device token of this service', () => {
   test('a revoked token is refused; another car’s token stores for its own installation only', async () => {
     await start();
     await service.devices.revoke(deviceId);
-    expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(unauthorized);
+    expect(await planner(await service.request('GET', query({ token: deviceToken, tlm }), { token: null }))).toEqual(
+      unauthorized,
+    );
     const other = await service.devices.pair(OTHER_INSTALLATION, 'EVNotify');
-    expect(await planner(await service.request('GET', query({ token: other.token, tlm }), { token: null }))).toEqual(OK);
-    const owners = service.storage.db.query('SELECT uuid FROM installations JOIN samples ON samples.installation = installations.id').all();
+    expect(await planner(await service.request('GET', query({ token: other.token, tlm }), { token: null }))).toEqual(
+      OK,
+    );
+    const owners = service.storage.db
+      .query('SELECT uuid FROM installations JOIN samples ON samples.installation = installations.id')
+      .all();
     expect(owners).toEqual([{ uuid: OTHER_INSTALLATION }]);
   });
 });

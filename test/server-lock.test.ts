@@ -23,7 +23,6 @@ async function started(config: Config): Promise<Running> {
   return server;
 }
 
-
 const used = (path: string) =>
   `DATABASE_PATH ${path} is used by another ev-ingest server (or a command migrating it); ` +
   'refusing to start a second one';
@@ -43,7 +42,12 @@ test('a second server on the same database is refused with one line, and the fir
   Bun.gc(true);
   expect((await refusedStart(config)).message).toBe(used(config.databasePath));
   // Beside SQLite's own files only the lock, empty: nothing there to back up or to mistake for data.
-  expect(readdirSync(dirname(config.databasePath)).sort()).toEqual(['ev-ingest.db', 'ev-ingest.db-shm', 'ev-ingest.db-wal', 'ev-ingest.db.lock']);
+  expect(readdirSync(dirname(config.databasePath)).sort()).toEqual([
+    'ev-ingest.db',
+    'ev-ingest.db-shm',
+    'ev-ingest.db-wal',
+    'ev-ingest.db.lock',
+  ]);
   expect(statSync(`${config.databasePath}.lock`).size).toBe(0);
 });
 
@@ -78,7 +82,9 @@ test('a start refused after taking the lock (its port in use) gives the lock bac
   const taken = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
   const config = testConfig(tempDir());
   try {
-    expect((await refusedStart({ ...config, port: taken.port! })).message).toStartWith('cannot listen on HOST 127.0.0.1');
+    expect((await refusedStart({ ...config, port: taken.port! })).message).toStartWith(
+      'cannot listen on HOST 127.0.0.1',
+    );
   } finally {
     taken.stop(true);
   }
@@ -90,7 +96,9 @@ test('a lock file that cannot be made refuses the start, naming the database and
   mkdirSync(`${config.databasePath}.lock`); // a folder where the lock file should be
   const refused = await refusedStart(config);
   expect(refused).toBeInstanceOf(StorageError);
-  expect(refused.message).toStartWith(`DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${config.databasePath}.lock: `);
+  expect(refused.message).toStartWith(
+    `DATABASE_PATH ${config.databasePath} cannot be used: its lock file ${config.databasePath}.lock: `,
+  );
   expect(refused.message).not.toContain('\n');
 });
 
@@ -103,7 +111,10 @@ test('a lock file the server cannot write refuses the start instead of leaving i
   try {
     const refused = await refusedStart(config);
     expect(refused).toBeInstanceOf(StorageError);
-    expect(refused.message).toBe(`DATABASE_PATH ${config.databasePath} cannot be used: ` + `its lock file ${lockPath} must be readable and writable (EPERM)`);
+    expect(refused.message).toBe(
+      `DATABASE_PATH ${config.databasePath} cannot be used: ` +
+        `its lock file ${lockPath} must be readable and writable (EPERM)`,
+    );
   } finally {
     undo();
   }

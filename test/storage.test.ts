@@ -1,7 +1,18 @@
 /** Opening the database: what the service refuses to touch, and what survives a restart. */
 import { Database } from 'bun:sqlite';
 import { expect, test } from 'bun:test';
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -55,7 +66,9 @@ test('a path that cannot hold a database is refused with one message naming DATA
 function damageRootPage(path: string, name: string): void {
   const db = new Database(path, { readonly: true });
   const { page, size } = db
-    .query<{ page: number; size: number }, [string]>('SELECT rootpage AS page, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_master WHERE name = ?')
+    .query<{ page: number; size: number }, [string]>(
+      'SELECT rootpage AS page, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_master WHERE name = ?',
+    )
     .get(name)!;
   db.close();
   const bytes = readFileSync(path);
@@ -63,7 +76,8 @@ function damageRootPage(path: string, name: string): void {
   writeFileSync(path, bytes);
 }
 
-const damaged = (path: string) => `DATABASE_PATH ${path} cannot be used: database disk image is malformed; ` +
+const damaged = (path: string) =>
+  `DATABASE_PATH ${path} cannot be used: database disk image is malformed; ` +
   'restore a backup (docs/operations.md: Backup and restore)';
 
 test('a damaged page only the start reads refuses it in one line, not a stack trace; the file left alone', async () => {
@@ -115,11 +129,18 @@ test('a full file system is named where SQLite says only "disk I/O error"; it st
 
 test('a failure at start is refused in one line, with the advice its SQLite code calls for', () => {
   const path = join(tempDir(), 'ev.db'); // on a file system with space left
-  const failure = (code: string, message: string) => refusalOf(path, Object.assign(new Error(message), { code })).message;
+  const failure = (code: string, message: string) =>
+    refusalOf(path, Object.assign(new Error(message), { code })).message;
   const advice = '; restore a backup (docs/operations.md: Backup and restore)';
-  expect(failure('SQLITE_CORRUPT_INDEX', 'database disk image is malformed')).toBe(`DATABASE_PATH ${path} cannot be used: database disk image is malformed${advice}`);
-  expect(failure('SQLITE_NOTADB', 'file is not a database')).toBe(`DATABASE_PATH ${path} cannot be used: file is not a database${advice}`);
-  expect(failure('SQLITE_IOERR_SHMOPEN', 'disk I/O error')).toBe(`DATABASE_PATH ${path} cannot be used: disk I/O error`); // no full disk to blame
+  expect(failure('SQLITE_CORRUPT_INDEX', 'database disk image is malformed')).toBe(
+    `DATABASE_PATH ${path} cannot be used: database disk image is malformed${advice}`,
+  );
+  expect(failure('SQLITE_NOTADB', 'file is not a database')).toBe(
+    `DATABASE_PATH ${path} cannot be used: file is not a database${advice}`,
+  );
+  expect(failure('SQLITE_IOERR_SHMOPEN', 'disk I/O error')).toBe(
+    `DATABASE_PATH ${path} cannot be used: disk I/O error`,
+  ); // no full disk to blame
   expect(failure('EACCES', 'permission denied')).toBe(`DATABASE_PATH ${path} cannot be used: permission denied`);
   const made = new StorageError('already a refusal');
   expect(refusalOf(path, made)).toBe(made);
@@ -153,32 +174,39 @@ test('an unwritable database file or folder is refused in one line: DATABASE_PAT
       `DATABASE_PATH ${link} cannot be used: the folder ${locked} must be writable (EPERM); ` +
         'SQLite keeps real.db-wal and real.db-shm beside the file',
     );
-    expect(await refusal(writable)).toBe(`DATABASE_PATH ${writable} cannot be used: the file ${writable} must be readable and writable (EPERM)`);
+    expect(await refusal(writable)).toBe(
+      `DATABASE_PATH ${writable} cannot be used: the file ${writable} must be readable and writable (EPERM)`,
+    );
   } finally {
     for (const undoOne of undo) undoOne();
   }
 });
 
-test.each(['-wal', '-shm'])('a %s the server cannot read and write (a server run as another user left it) is refused naming it', async (suffix) => {
-  const path = join(tempDir(), 'ev.db');
-  expect(await refusal(path)).toBeNull();
-  const holder = new Database(path); // keeps a WAL in place, as a crash would leave it
-  holder.run('CREATE TABLE kept (x)');
-  const undo = immutable(`${path}${suffix}`);
-  try {
-    expect(await refusal(path)).toBe(
-      `DATABASE_PATH ${path} cannot be used: the file ${path}${suffix} must be readable and writable (EPERM); ` +
-        `give it the database file's owner${suffix === '-wal' ? ', never delete it: it holds answered writes' : ''}`,
-    );
-  } finally {
-    undo();
-    holder.close();
-  }
-});
+test.each(['-wal', '-shm'])(
+  'a %s the server cannot read and write (a server run as another user left it) is refused naming it',
+  async (suffix) => {
+    const path = join(tempDir(), 'ev.db');
+    expect(await refusal(path)).toBeNull();
+    const holder = new Database(path); // keeps a WAL in place, as a crash would leave it
+    holder.run('CREATE TABLE kept (x)');
+    const undo = immutable(`${path}${suffix}`);
+    try {
+      expect(await refusal(path)).toBe(
+        `DATABASE_PATH ${path} cannot be used: the file ${path}${suffix} must be readable and writable (EPERM); ` +
+          `give it the database file's owner${suffix === '-wal' ? ', never delete it: it holds answered writes' : ''}`,
+      );
+    } finally {
+      undo();
+      holder.close();
+    }
+  },
+);
 
 test('a WAL that cannot be opened to sync is refused naming it', () => {
   const walPath = join(tempDir(), 'gone.db-wal');
-  expect(() => new WalSync(walPath)).toThrow(new StorageError(`cannot open the WAL ${walPath} to sync it: ENOENT: no such file or directory, open '${walPath}'`));
+  expect(() => new WalSync(walPath)).toThrow(
+    new StorageError(`cannot open the WAL ${walPath} to sync it: ENOENT: no such file or directory, open '${walPath}'`),
+  );
 });
 
 test('a database migrated by a newer ev-ingest: server and devices refuse it in one line, leave it alone', async () => {
@@ -187,7 +215,10 @@ test('a database migrated by a newer ev-ingest: server and devices refuse it in 
   const path = config.databasePath;
   migratedByNewerVersion(path, [Date.UTC(2030, 0, 2), Date.UTC(2030, 5, 1, 12)]);
   const before = readFileSync(path);
-  const refusal = migratedByNewerRefusal(path, '2 migrations this version does not know, the newest dated 2030-06-01T12:00:00.000Z');
+  const refusal = migratedByNewerRefusal(
+    path,
+    '2 migrations this version does not know, the newest dated 2030-06-01T12:00:00.000Z',
+  );
   const refused = await refusedStart(config);
   expect(refused).toBeInstanceOf(StorageError);
   expect(refused.message).toBe(refusal);
@@ -208,8 +239,10 @@ test("opens at this version's migrations, even with one recorded under another h
 const SQLITE3 = '/usr/bin/sqlite3';
 const haveSqlite3 = existsSync(SQLITE3);
 if (!haveSqlite3 && process.env.CI !== 'true') {
-  console.warn(`\n!!! ${SQLITE3} is missing: SKIPPING the test of an sqlite3 shell beside the server ` +
-      '(apt-get install sqlite3) !!!\n');
+  console.warn(
+    `\n!!! ${SQLITE3} is missing: SKIPPING the test of an sqlite3 shell beside the server ` +
+      '(apt-get install sqlite3) !!!\n',
+  );
 }
 
 /** What the `sqlite3` shell prints for `sql` on the database, run as an owner would, in a process of its own. */
@@ -245,7 +278,13 @@ test('the database folder is created, with WAL and the chosen durability', async
   expect(storage.db.query('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
   expect(storage.db.query('PRAGMA foreign_keys').get()).toEqual({ foreign_keys: 1 });
   // FULL: a write is answered after a sync of the WAL (run apart from the writer's NORMAL commits).
-  await storage.committer.write('insertDevice', { id: 'd', installationId: INSTALLATION, name: null, tokenHash: 'h', createdAt: 1 });
+  await storage.committer.write('insertDevice', {
+    id: 'd',
+    installationId: INSTALLATION,
+    name: null,
+    tokenHash: 'h',
+    createdAt: 1,
+  });
   expect(storage.committer.stats.syncs).toBe(1);
   await storage.close();
 });
@@ -283,7 +322,9 @@ test('a database of the first schema keeps every sample across the move to numbe
   const path = join(tempDir(), 'ev-ingest.db');
   const old = openDatabase(path, 'fast');
   migrate(old, embeddedMigrations().slice(0, 1)); // 0000_init: samples keyed by the text id
-  const insert = old.query('INSERT INTO samples (installation_id, utc, soc, car_model, planner_state) VALUES (?, ?, ?, ?, ?)');
+  const insert = old.query(
+    'INSERT INTO samples (installation_id, utc, soc, car_model, planner_state) VALUES (?, ?, ?, ?, ?)',
+  );
   insert.run(OTHER_INSTALLATION, T0, 60, null, PlannerState.sent);
   insert.run(INSTALLATION, T0, 50, 'mg:mg4', PlannerState.pending);
   insert.run(INSTALLATION, T0 + 1, 51, null, PlannerState.none);
@@ -292,8 +333,10 @@ test('a database of the first schema keeps every sample across the move to numbe
   const storage = await openStorage({ databasePath: path, durability: 'fast' });
   try {
     const rows = storage.db
-      .query('SELECT uuid, utc, soc, car_model, planner_state FROM samples ' +
-          'JOIN installations ON id = installation ORDER BY uuid, utc')
+      .query(
+        'SELECT uuid, utc, soc, car_model, planner_state FROM samples ' +
+          'JOIN installations ON id = installation ORDER BY uuid, utc',
+      )
       .all();
     expect(rows).toEqual([
       { uuid: OTHER_INSTALLATION, utc: T0, soc: 60, car_model: null, planner_state: PlannerState.sent },
@@ -316,7 +359,9 @@ test('a device without the collection mark (paired before it or by an earlier ve
   const old = openDatabase(path, 'fast');
   migrate(old, embeddedMigrations().slice(0, 3)); // 0000 to 0002: before awaiting_collection
   const add = (db: Database, id: string) =>
-    db.query('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 7)').run(id, INSTALLATION, tokenHash(`token-${id}`));
+    db
+      .query('INSERT INTO devices (id, installation_id, token_hash, created_at) VALUES (?, ?, ?, 7)')
+      .run(id, INSTALLATION, tokenHash(`token-${id}`));
   add(old, 'before');
   old.close();
 
@@ -325,7 +370,9 @@ test('a device without the collection mark (paired before it or by an earlier ve
   await first.close();
   const second = await startTestService({}, { dir });
   try {
-    expect(second.storage.db.query('SELECT id, revoked_at, awaiting_collection FROM devices ORDER BY id').all()).toEqual([
+    expect(
+      second.storage.db.query('SELECT id, revoked_at, awaiting_collection FROM devices ORDER BY id').all(),
+    ).toEqual([
       { id: 'before', revoked_at: null, awaiting_collection: 0 },
       { id: 'beside', revoked_at: null, awaiting_collection: 0 },
     ]);
@@ -339,7 +386,9 @@ test('a database of the second schema keeps its devices, and then counts their c
   const dir = tempDir();
   const old = openDatabase(join(dir, 'ev-ingest.db'), 'fast');
   migrate(old, embeddedMigrations().slice(0, 2)); // 0000 and 0001: before the devices' version
-  const add = old.query('INSERT INTO devices (id, installation_id, token_hash, created_at, revoked_at) VALUES (?, ?, ?, 1, ?)');
+  const add = old.query(
+    'INSERT INTO devices (id, installation_id, token_hash, created_at, revoked_at) VALUES (?, ?, ?, 1, ?)',
+  );
   add.run('kept', INSTALLATION, tokenHash('token-kept'), null);
   add.run('gone', INSTALLATION, tokenHash('token-gone'), 2);
   old.close();
@@ -358,7 +407,7 @@ test('a database of the second schema keeps its devices, and then counts their c
   }
 });
 
-test("missing folders are made private whatever the umask, each synced into its parent; others left alone", () => {
+test('missing folders are made private whatever the umask, each synced into its parent; others left alone', () => {
   const base = tempDir();
   const synced: string[] = [];
   const recordSync = (fd: number) => void synced.push(readlinkSync(`/proc/self/fd/${fd}`));

@@ -6,7 +6,7 @@ const STRANGER = '198.51.100.7';
 const BAD = 'a-relay-token-no-one-holds';
 const tlm = JSON.stringify({ utc: Math.floor(clock.at / 1000) - 60, soc: 50 });
 
-test("a bad relay token (query or form body) is logged by address at most once a minute, never shown", async () => {
+test('a bad relay token (query or form body) is logged by address at most once a minute, never shown', async () => {
   const service = await startGuarded();
   const inQuery = () =>
     service.request('GET', `/abrp/1/tlm/send?${new URLSearchParams({ token: BAD, tlm })}`, {

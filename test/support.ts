@@ -149,7 +149,11 @@ export async function runCommand(
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
   return { code, stdout, stderr };
 }
 
@@ -221,13 +225,21 @@ export function heldSyncs() {
 
 export type HeldSyncs = ReturnType<typeof heldSyncs>;
 
-export function buildRequest(method: string, path: string, options: RequestOptions = {}, origin = 'http://localhost'): Request {
+export function buildRequest(
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+  origin = 'http://localhost',
+): Request {
   const headers: Record<string, string> = { ...options.headers };
   const token = options.token === undefined ? OWNER_TOKEN : options.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
   let body: string | Uint8Array | undefined;
   if (options.body !== undefined) {
-    body = typeof options.body === 'string' || options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
+    body =
+      typeof options.body === 'string' || options.body instanceof Uint8Array
+        ? options.body
+        : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
   return recordPeer(new Request(`${origin}${path}`, { method, headers, body }), options.address);
@@ -249,7 +261,9 @@ export function refusedStart(config: Config): Promise<Error> {
 /** How many samples of an installation the service's database holds. */
 export function countSamples(service: Pick<TestService, 'storage'>, installationId: string): number {
   return service.storage.db
-    .query<{ n: number }, [string]>('SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?')
+    .query<{ n: number }, [string]>(
+      'SELECT count(*) AS n FROM samples JOIN installations ON installations.id = installation WHERE uuid = ?',
+    )
     .get(installationId)!.n;
 }
 

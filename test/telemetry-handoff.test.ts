@@ -1,9 +1,18 @@
-
 import { describe, expect, test } from 'bun:test';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { sampleWrite } from '../src/telemetry/store.ts';
 import { consumptionChunk, countSamples, INSTALLATION, OTHER_INSTALLATION, startTestService } from './support.ts';
-import { NOW_MS, UTC, recordingForwarder, service, handOff, useTelemetryService, freshInstallation, post, rowsOf } from './telemetry-support.ts';
+import {
+  NOW_MS,
+  UTC,
+  recordingForwarder,
+  service,
+  handOff,
+  useTelemetryService,
+  freshInstallation,
+  post,
+  rowsOf,
+} from './telemetry-support.ts';
 
 useTelemetryService();
 
@@ -27,7 +36,11 @@ describe('hand-off to the planner forwarder', () => {
   test('a waiting sample sent again after the car gave it to the planner itself stops waiting', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
-    const samples = [{ utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }, { utc: UTC + 2, soc: 72 }];
+    const samples = [
+      { utc: UTC, soc: 70 },
+      { utc: UTC + 1, soc: 71 },
+      { utc: UTC + 2, soc: 72 },
+    ];
     await post({ installationId, samples });
     await post({ installationId, plannerSentUtc: UTC + 1, samples });
     expect(rowsOf(installationId).map((row) => [row.utc, row.planner_state])).toEqual([
@@ -40,7 +53,13 @@ describe('hand-off to the planner forwarder', () => {
   test("a waiting sample at exactly a later batch's plannerSentUtc stops waiting, though not repeated", async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
-    await post({ installationId, samples: [{ utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }] });
+    await post({
+      installationId,
+      samples: [
+        { utc: UTC, soc: 70 },
+        { utc: UTC + 1, soc: 71 },
+      ],
+    });
     handOff.changes.length = 0;
     await post({ installationId, plannerSentUtc: UTC + 1, samples: [{ utc: UTC + 2, soc: 72 }] });
     expect(rowsOf(installationId).map((row) => [row.utc, row.planner_state])).toEqual([
@@ -61,11 +80,17 @@ describe('hand-off to the planner forwarder', () => {
       expect((await post({ installationId, ...body })).status).toBe(200);
       return handOff.changes.map(({ added, rewritten }) => ({ utcs: added.map((row) => row[0]), rewritten }));
     };
-    const samples = [{ utc: UTC + 2, soc: 72 }, { utc: UTC, soc: 70 }, { utc: UTC + 1, soc: 71 }];
+    const samples = [
+      { utc: UTC + 2, soc: 72 },
+      { utc: UTC, soc: 70 },
+      { utc: UTC + 1, soc: 71 },
+    ];
     expect(await handedOff({ samples })).toEqual([{ utcs: [UTC, UTC + 1, UTC + 2], rewritten: false }]);
     expect(handOff.changes[0]!.added[0]!.slice(0, 2)).toEqual([UTC, 70]); // utc, then the field table's columns
     // Still waiting (nothing sends them here): sent again, perhaps with new values, they are rewritten.
-    expect(await handedOff({ samples: [...samples, { utc: UTC + 3, soc: 73 }] })).toEqual([{ utcs: [UTC + 3], rewritten: true }]);
+    expect(await handedOff({ samples: [...samples, { utc: UTC + 3, soc: 73 }] })).toEqual([
+      { utcs: [UTC + 3], rewritten: true },
+    ]);
     expect(await handedOff({ plannerSentUtc: UTC + 3, samples })).toEqual([{ utcs: [], rewritten: true }]);
     // No longer waiting: a copy changes nothing, and nothing is handed off, whatever its plannerSentUtc.
     expect(await handedOff({ samples })).toEqual([]);
@@ -77,7 +102,16 @@ describe('hand-off to the planner forwarder', () => {
     const fast = await startTestService({ durability: 'fast' }, { now: () => NOW_MS });
     try {
       const installationId = freshInstallation();
-      const rows = validateBatch({ installationId, samples: [{ utc: UTC, soc: 1 }, { utc: UTC + 1, soc: 2 }] }, NOW_MS).rows;
+      const rows = validateBatch(
+        {
+          installationId,
+          samples: [
+            { utc: UTC, soc: 1 },
+            { utc: UTC + 1, soc: 2 },
+          ],
+        },
+        NOW_MS,
+      ).rows;
       const write = () => fast.storage.committer.write('storeSamples', sampleWrite(installationId, 0, true, rows));
       const outcomes = await Promise.all([write(), write()]); // handed in during one tick: one group
       expect(fast.storage.committer.stats).toEqual({ groups: 1, writes: 2, syncs: 0 });
@@ -85,7 +119,9 @@ describe('hand-off to the planner forwarder', () => {
         { added: [0, 1], rewritten: false },
         { added: [], rewritten: true }, // the copy finds them waiting
       ]);
-      const states = fast.storage.db.query<{ planner_state: number }, []>('SELECT planner_state FROM samples ORDER BY utc').all();
+      const states = fast.storage.db
+        .query<{ planner_state: number }, []>('SELECT planner_state FROM samples ORDER BY utc')
+        .all();
       expect(states.map((row) => row.planner_state)).toEqual([1, 1]);
     } finally {
       await fast.close();
@@ -119,7 +155,10 @@ describe('hand-off to the planner forwarder', () => {
     const write = committer.write;
     committer.write = (() => Promise.reject(new Error('disk I/O error'))) as typeof committer.write;
     try {
-      expect(await post({ installationId, samples })).toEqual({ status: 500, body: { error: 'internal server error' } });
+      expect(await post({ installationId, samples })).toEqual({
+        status: 500,
+        body: { error: 'internal server error' },
+      });
     } finally {
       committer.write = write;
     }

@@ -1,4 +1,3 @@
-
 import { afterAll, beforeAll } from 'bun:test';
 import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
 import type { SampleField } from '../src/telemetry/fields.ts';

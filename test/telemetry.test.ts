@@ -9,7 +9,18 @@ import { sampleFields } from '../src/telemetry/fields.ts';
 import { validateBatch } from '../src/telemetry/model.ts';
 import { sampleWrite, telemetryWrites } from '../src/telemetry/store.ts';
 import { countSamples, INSTALLATION, installationNumbered, OTHER_INSTALLATION, tempDir } from './support.ts';
-import { NOW_MS, UTC, service, handOff, useTelemetryService, freshInstallation, post, rowsOf, usableValue, postSamples } from './telemetry-support.ts';
+import {
+  NOW_MS,
+  UTC,
+  service,
+  handOff,
+  useTelemetryService,
+  freshInstallation,
+  post,
+  rowsOf,
+  usableValue,
+  postSamples,
+} from './telemetry-support.ts';
 
 useTelemetryService();
 
@@ -18,7 +29,18 @@ describe('storing', () => {
     const installationId = freshInstallation().toUpperCase().replace('0000-4000', 'ABCD-4000');
     const result = await post({
       installationId,
-      samples: [{ utc: UTC, soc: 71.5, power: -12.3, lat: 41.01, lon: 28.97, is_charging: true, is_parked: 0, car_model: 'mg:mg4' }],
+      samples: [
+        {
+          utc: UTC,
+          soc: 71.5,
+          power: -12.3,
+          lat: 41.01,
+          lon: 28.97,
+          is_charging: true,
+          is_parked: 0,
+          car_model: 'mg:mg4',
+        },
+      ],
     });
     expect(result).toEqual({ status: 200, body: { stored: 1, droppedCount: 0, dropped: [] } });
     const [row] = rowsOf(installationId.toLowerCase());
@@ -59,11 +81,23 @@ describe('storing', () => {
   test('a re-sent batch is stored once, its values replaced completely, its planner state kept', async () => {
     const installationId = freshInstallation();
     handOff.forwarded.push(installationId);
-    const first = { installationId, samples: [{ utc: UTC, soc: 70, speed: 10 }, { utc: UTC + 1, soc: 71, speed: 11 }] };
+    const first = {
+      installationId,
+      samples: [
+        { utc: UTC, soc: 70, speed: 10 },
+        { utc: UTC + 1, soc: 71, speed: 11 },
+      ],
+    };
     expect((await post(first)).body).toMatchObject({ stored: 2 });
     // Sent again with forwarding off and other values: still two rows, values replaced, still pending.
     handOff.forwarded.pop();
-    const again = { installationId, samples: [{ utc: UTC, soc: 50 }, { utc: UTC + 1, soc: 51, speed: 99 }] };
+    const again = {
+      installationId,
+      samples: [
+        { utc: UTC, soc: 50 },
+        { utc: UTC + 1, soc: 51, speed: 99 },
+      ],
+    };
     expect((await post(again)).body).toMatchObject({ stored: 2 });
     expect(rowsOf(installationId).map((row) => [row.utc, row.soc, row.speed, row.planner_state])).toEqual([
       [UTC, 50, null, 1],
@@ -81,7 +115,15 @@ describe('storing', () => {
     }));
     const { body, rows } = await postSamples(samples);
     expect(body).toMatchObject({ stored: 100, droppedCount: 0 });
-    const stored = rows.map(({ utc, soc, lat, lon, car_model, is_charging, speed }) => ({ utc, soc, lat, lon, car_model, is_charging, speed }));
+    const stored = rows.map(({ utc, soc, lat, lon, car_model, is_charging, speed }) => ({
+      utc,
+      soc,
+      lat,
+      lon,
+      car_model,
+      is_charging,
+      speed,
+    }));
     expect(stored).toEqual(
       samples.map((sample) => ({
         utc: sample.utc,
@@ -103,10 +145,30 @@ describe('storing', () => {
     ];
     const { body, rows } = await postSamples(samples);
     expect(body).toEqual({ stored: 3, droppedCount: 0, dropped: [] });
-    expect(rows.map(({ utc, soc, speed, power, lat, lon, is_charging, car_model }) => ({ utc, soc, speed, power, lat, lon, is_charging, car_model }))).toEqual([
+    expect(
+      rows.map(({ utc, soc, speed, power, lat, lon, is_charging, car_model }) => ({
+        utc,
+        soc,
+        speed,
+        power,
+        lat,
+        lon,
+        is_charging,
+        car_model,
+      })),
+    ).toEqual([
       { utc: UTC, soc: 50, speed: null, power: null, lat: null, lon: null, is_charging: null, car_model: null },
       { utc: UTC + 1, soc: 51, speed: 88, power: null, lat: null, lon: null, is_charging: 1, car_model: 'mg:mg4' },
-      { utc: UTC + 2, soc: null, speed: null, power: -12.5, lat: 41.01, lon: 28.97, is_charging: null, car_model: null },
+      {
+        utc: UTC + 2,
+        soc: null,
+        speed: null,
+        power: -12.5,
+        lat: 41.01,
+        lon: 28.97,
+        is_charging: null,
+        car_model: null,
+      },
     ]);
   });
 
@@ -123,18 +185,25 @@ describe('storing', () => {
     expect(handOff.changes.map(({ added, rewritten }) => ({ utcs: added.map((row) => row[0]), rewritten }))).toEqual([
       { utcs: [...utcs.slice(0, 70), ...utcs.slice(76)], rewritten: true },
     ]);
-    expect(rowsOf(installationId).map((row) => [row.utc, row.soc, row.planner_state])).toEqual(utcs.map((utc) => [utc, 2, 1]));
+    expect(rowsOf(installationId).map((row) => [row.utc, row.soc, row.planner_state])).toEqual(
+      utcs.map((utc) => [utc, 2, 1]),
+    );
   });
 
   /** A sample with a usable value of every field. */
   const fullSample = (utc: number) =>
-    Object.fromEntries([['utc', utc], ...Object.entries(sampleFields).map(([name, field]) => [name, usableValue(field)])]) as Record<string, number | string>;
+    Object.fromEntries([
+      ['utc', utc],
+      ...Object.entries(sampleFields).map(([name, field]) => [name, usableValue(field)]),
+    ]) as Record<string, number | string>;
 
   test('a batch of 64 samples with every field, the largest statement, is stored value for value', async () => {
     const samples = Array.from({ length: 64 }, (_, i) => fullSample(UTC - 64 + i));
     const { body, rows } = await postSamples(samples);
     expect(body).toMatchObject({ stored: 64, droppedCount: 0 });
-    expect(rows.map((row) => Object.fromEntries(Object.keys(samples[0]!).map((name) => [name, row[name]])))).toEqual(samples);
+    expect(rows.map((row) => Object.fromEntries(Object.keys(samples[0]!).map((name) => [name, row[name]])))).toEqual(
+      samples,
+    );
   });
 
   /** Fields that may be left out alone (a coordinate without its partner is dropped). */
@@ -181,8 +250,16 @@ describe('storing', () => {
   test('up to 16 samples go in by one statement of their count, more by powers of two', async () => {
     const { db, rowsPrepared } = await watchedDatabase();
     try {
-      store(db, 1, Array.from({ length: 5 }, (_, i) => ({ utc: UTC - 40 + i, soc: 50 })));
-      store(db, 2, Array.from({ length: 20 }, (_, i) => ({ utc: UTC - 40 + i, soc: 50 })));
+      store(
+        db,
+        1,
+        Array.from({ length: 5 }, (_, i) => ({ utc: UTC - 40 + i, soc: 50 })),
+      );
+      store(
+        db,
+        2,
+        Array.from({ length: 20 }, (_, i) => ({ utc: UTC - 40 + i, soc: 50 })),
+      );
       expect(rowsPrepared).toEqual([5, 16, 4]);
       expect(db.query('SELECT count(*) AS n FROM samples').get()).toEqual({ n: 25 });
     } finally {
@@ -221,7 +298,9 @@ describe('storing', () => {
         const { body, rows } = await postSamples(samples);
         expect(body).toMatchObject({ stored: 64, droppedCount: 0 });
         const witness = name === 'soc' ? 'soh' : 'soc'; // both at most 100
-        expect(rows.map((row) => [row.utc, row[name], row[witness]])).toEqual(samples.map((sample) => [sample.utc, null, 100]));
+        expect(rows.map((row) => [row.utc, row[name], row[witness]])).toEqual(
+          samples.map((sample) => [sample.utc, null, 100]),
+        );
       }
     }
   });
@@ -236,10 +315,26 @@ describe('refusing a batch', () => {
     ['samples missing', {}, 'samples is required'],
     ['samples null', { samples: null }, 'samples is required'],
     ['samples an object', { samples: { 0: { utc: UTC, soc: 1 } } }, 'samples must be an array'],
-    ['plannerSentUtc negative', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: -1 }, 'plannerSentUtc must be a non-negative integer'],
-    ['plannerSentUtc not whole', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 1.5 }, 'plannerSentUtc must be a non-negative integer'],
-    ['plannerSentUtc a string', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: '5' }, 'plannerSentUtc must be a non-negative integer'],
-    ['plannerSentUtc beyond 64 bits', { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 }, 'plannerSentUtc must be at most 2^63 (a 64-bit integer)'],
+    [
+      'plannerSentUtc negative',
+      { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: -1 },
+      'plannerSentUtc must be a non-negative integer',
+    ],
+    [
+      'plannerSentUtc not whole',
+      { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 1.5 },
+      'plannerSentUtc must be a non-negative integer',
+    ],
+    [
+      'plannerSentUtc a string',
+      { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: '5' },
+      'plannerSentUtc must be a non-negative integer',
+    ],
+    [
+      'plannerSentUtc beyond 64 bits',
+      { samples: [{ utc: UTC, soc: 1 }], plannerSentUtc: 2 ** 64 },
+      'plannerSentUtc must be at most 2^63 (a 64-bit integer)',
+    ],
   ];
 
   test.each(cases)('%s is 400 naming the field, nothing stored', async (_name, fields, error) => {
@@ -254,7 +349,10 @@ describe('refusing a batch', () => {
     const text =
       `{"installationId":"${installationId}","plannerSentUtc":9223372036854775807,` +
       `"samples":[{"utc":${UTC},"soc":1}]}`;
-    const response = await service.request('POST', '/v1/telemetry', { body: text, headers: { 'content-type': 'application/json' } });
+    const response = await service.request('POST', '/v1/telemetry', {
+      body: text,
+      headers: { 'content-type': 'application/json' },
+    });
     expect([response.status, countSamples(service, installationId)]).toEqual([200, 1]);
   });
 

@@ -40,7 +40,9 @@ export function parsedReply({ reply, timedOut }: Pick<Exchange, 'reply' | 'timed
 /** The answer's header fields, by lower-cased name. */
 export function replyHeaders(reply: string): Record<string, string> {
   const lines = reply.slice(0, reply.indexOf('\r\n\r\n')).split('\r\n').slice(1);
-  return Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  return Object.fromEntries(
+    lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
 }
 
 type Write = (data: string | Buffer) => Promise<boolean>;
@@ -62,7 +64,8 @@ export function exchange(port: number, talk: (write: Write) => unknown, timeoutM
       clearTimeout(timer);
       resolve(result);
     });
-    const write: Write = (data) => new Promise((done) => socket.write(data, (error) => done(!error && !socket.destroyed)));
+    const write: Write = (data) =>
+      new Promise((done) => socket.write(data, (error) => done(!error && !socket.destroyed)));
     socket.on('connect', () => talk(write));
   });
 }
@@ -75,7 +78,10 @@ export function rawRequest(port: number, text: string, timeoutMs = 5_000): Promi
 /** Sends the upload (spaces, 64 KiB at a time); resolves once the server closes the connection or after `timeoutMs`. */
 export function upload(options: UploadOptions, timeoutMs = 20_000): Promise<UploadResult> {
   const spaces = Buffer.alloc(PIECE, 0x20);
-  return send({ ...options, piece: (_, length) => spaces.subarray(0, length), pieceBytes: PIECE, everyMs: 0 }, timeoutMs);
+  return send(
+    { ...options, piece: (_, length) => spaces.subarray(0, length), pieceBytes: PIECE, everyMs: 0 },
+    timeoutMs,
+  );
 }
 
 export interface TrickleOptions extends Omit<UploadOptions, 'bytes'> {
@@ -87,7 +93,10 @@ export interface TrickleOptions extends Omit<UploadOptions, 'bytes'> {
 
 /** Sends the head at once, the body piece by piece; resolves once the server closes it or after `timeoutMs`. */
 export function trickle({ body, ...options }: TrickleOptions, timeoutMs: number): Promise<UploadResult> {
-  return send({ ...options, bytes: body.length, piece: (offset, length) => body.subarray(offset, offset + length) }, timeoutMs);
+  return send(
+    { ...options, bytes: body.length, piece: (offset, length) => body.subarray(offset, offset + length) },
+    timeoutMs,
+  );
 }
 
 interface Sending extends UploadOptions {
@@ -97,7 +106,10 @@ interface Sending extends UploadOptions {
   everyMs: number;
 }
 
-async function send({ port, path, token, bytes, framing, then, piece, pieceBytes, everyMs }: Sending, timeoutMs: number): Promise<UploadResult> {
+async function send(
+  { port, path, token, bytes, framing, then, piece, pieceBytes, everyMs }: Sending,
+  timeoutMs: number,
+): Promise<UploadResult> {
   let sent = 0;
   const result = await exchange(
     port,
@@ -105,7 +117,10 @@ async function send({ port, path, token, bytes, framing, then, piece, pieceBytes
       const framingHeader = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${bytes}`;
       const head = `POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n`;
       if (!(await write(`${head}Content-Type: application/json\r\n${framingHeader}\r\n\r\n`))) return;
-      const frame = framing === 'chunked' ? (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : (data: Buffer) => data;
+      const frame =
+        framing === 'chunked'
+          ? (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')])
+          : (data: Buffer) => data;
       while (sent < bytes) {
         if (everyMs > 0) await Bun.sleep(everyMs);
         const data = piece(sent, Math.min(pieceBytes, bytes - sent));

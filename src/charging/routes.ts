@@ -15,10 +15,15 @@ export interface ChargingDeps {
 export function chargingRoutes({ auth, bodyBounds, sessions }: ChargingDeps) {
   return new Elysia().put(
     '/v1/charging-sessions/*',
-    ownedBody(auth, bodyBounds, (body, params) => parseSession(pathId(params), body), async (session) => {
-      await sessions.put(session);
-      return noContent();
-    }),
+    ownedBody(
+      auth,
+      bodyBounds,
+      (body, params) => parseSession(pathId(params), body),
+      async (session) => {
+        await sessions.put(session);
+        return noContent();
+      },
+    ),
     handlerReadsBody,
   );
 }

@@ -6,7 +6,13 @@ import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import type { Chunk } from './model.ts';
-import { installationsWithChunks, readDaysAfter, readHistory, type StoredHistory, type consumptionWrites } from './store.ts';
+import {
+  installationsWithChunks,
+  readDaysAfter,
+  readHistory,
+  type StoredHistory,
+  type consumptionWrites,
+} from './store.ts';
 import { fromStored, minus, plus, valuesOf, ZERO, type DayValues } from './totals.ts';
 
 interface HistoryRecord {

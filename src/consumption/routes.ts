@@ -24,7 +24,11 @@ export function consumptionRoutes({ auth, bodyBounds, consumption }: Consumption
     )
     .get(
       '/v1/consumption/history/*',
-      ownedPath(auth, bodyBounds, (installationId) => new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS })),
+      ownedPath(
+        auth,
+        bodyBounds,
+        (installationId) => new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS }),
+      ),
       handlerReadsBody,
     );
 }

@@ -5,7 +5,17 @@
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import type { Chunk } from './model.ts';
-import { fromStored, minus, plus, toStored, totalsOf, ZERO, type DayValues, type StoredTotals, type Totals } from './totals.ts';
+import {
+  fromStored,
+  minus,
+  plus,
+  toStored,
+  totalsOf,
+  ZERO,
+  type DayValues,
+  type StoredTotals,
+  type Totals,
+} from './totals.ts';
 
 /** A chunk's values, named as in `DayValues`. */
 const VALUES = 'km, kwh, hours, soc_drop AS socDrop';
@@ -30,7 +40,14 @@ const putChunk: WriteOp<Chunk, void> = (db, chunk) => {
   // What a day's snapshots count for can change only by a snapshot written or replaced, a delta leaving
   // a day, or a new delta recorded after a snapshot that counted; not otherwise (the usual delta write).
   const mayMove = chunk.snapshot || (replaced !== null && replaced.date !== date);
-  const row = { installationId, recordedAt, date, ...chunk.day, sohPercent: chunk.sohPercent, snapshot: chunk.snapshot ? 1 : 0 };
+  const row = {
+    installationId,
+    recordedAt,
+    date,
+    ...chunk.day,
+    sohPercent: chunk.sohPercent,
+    snapshot: chunk.snapshot ? 1 : 0,
+  };
   db.query(
     replaced
       ? `UPDATE consumption_chunks SET date = $date, km = $km, kwh = $kwh, hours = $hours, soc_drop = $socDrop,
@@ -63,11 +80,14 @@ function replacedBy(db: Database, { installationId, recordedAt, date, snapshot }
   const sameKey = 'recorded_at = ? AND installation_id = ? AND snapshot = ?';
   const select = `SELECT date, ${VALUES}, snapshot FROM consumption_chunks WHERE ${sameKey}`;
   return snapshot
-    ? db.query<StoredChunk, [number, string, number, string]>(`${select} AND date = ?`).get(recordedAt, installationId, 1, date)
+    ? db
+        .query<StoredChunk, [number, string, number, string]>(`${select} AND date = ?`)
+        .get(recordedAt, installationId, 1, date)
     : db.query<StoredChunk, [number, string, number]>(select).get(recordedAt, installationId, 0);
 }
 
-const isZero = (totals: Totals) => totals.km === 0n && totals.kwh === 0n && totals.hours === 0n && totals.socDrop === 0n;
+const isZero = (totals: Totals) =>
+  totals.km === 0n && totals.kwh === 0n && totals.hours === 0n && totals.socDrop === 0n;
 
 /**
  * What a day's snapshots add to its sums: the newest snapshot, unless a delta chunk of the day was
@@ -129,9 +149,7 @@ function addToLifetime(db: Database, installationId: string, change: Totals): vo
 
 function readLifetime(db: Database, installationId: string): StoredTotals | null {
   return db
-    .query<StoredTotals, [string]>(
-      `SELECT ${SUMS} FROM consumption_lifetimes WHERE installation_id = ?`,
-    )
+    .query<StoredTotals, [string]>(`SELECT ${SUMS} FROM consumption_lifetimes WHERE installation_id = ?`)
     .get(installationId);
 }
 

@@ -20,7 +20,12 @@ export type StoredTotals = Record<DayField, string> & { unitBits: number };
 export const ZERO: Totals = { bits: 0, km: 0n, kwh: 0n, hours: 0n, socDrop: 0n };
 
 export function totalsOf(values: DayValues): Totals {
-  const exact = { km: exactly(values.km), kwh: exactly(values.kwh), hours: exactly(values.hours), socDrop: exactly(values.socDrop) };
+  const exact = {
+    km: exactly(values.km),
+    kwh: exactly(values.kwh),
+    hours: exactly(values.hours),
+    socDrop: exactly(values.socDrop),
+  };
   const bits = Math.max(exact.km.bits, exact.kwh.bits, exact.hours.bits, exact.socDrop.bits);
   return combine(bits, (field) => inFinerUnit(exact[field].units, exact[field].bits, bits));
 }
@@ -76,7 +81,8 @@ function aligned(a: Totals, b: Totals, operation: (x: bigint, y: bigint) => bigi
 }
 
 /** `units` · 2^-`bits` as an integer in the finer unit 2^-`finer`. */
-const inFinerUnit = (units: bigint, bits: number, finer: number): bigint => (bits === finer ? units : units << BigInt(finer - bits));
+const inFinerUnit = (units: bigint, bits: number, finer: number): bigint =>
+  bits === finer ? units : units << BigInt(finer - bits);
 
 export const fromStored = (stored: StoredTotals): Totals => combine(stored.unitBits, (field) => BigInt(stored[field]));
 
@@ -85,7 +91,13 @@ export function toStored(totals: Totals): StoredTotals {
   const { km, kwh, hours, socDrop } = totals;
   const spare = BigInt(trailingZeroBits(km | kwh | hours | socDrop, totals.bits));
   const digits = (field: bigint) => String(field >> spare);
-  return { unitBits: totals.bits - Number(spare), km: digits(km), kwh: digits(kwh), hours: digits(hours), socDrop: digits(socDrop) };
+  return {
+    unitBits: totals.bits - Number(spare),
+    km: digits(km),
+    kwh: digits(kwh),
+    hours: digits(hours),
+    socDrop: digits(socDrop),
+  };
 }
 
 /** How many of `value`'s lowest bits are zero, up to `most` (a zero value has `most`). */

@@ -70,7 +70,8 @@ const numberFormats = new Map<number, Intl.NumberFormat>();
 /** A number as an axis or a description writes it: at most `decimals` decimals, thousands grouped. */
 export function formatNumber(value: number, decimals = 1): string {
   let format = numberFormats.get(decimals);
-  if (format === undefined) numberFormats.set(decimals, (format = new Intl.NumberFormat('en-GB', { maximumFractionDigits: decimals })));
+  if (format === undefined)
+    numberFormats.set(decimals, (format = new Intl.NumberFormat('en-GB', { maximumFractionDigits: decimals })));
   return format.format(value);
 }
 
@@ -82,13 +83,17 @@ function ValueAxis({ ticks, unit }: { ticks: number[]; unit: string }) {
   const range = [ticks[0]!, ticks[ticks.length - 1]!] as const;
   return (
     <g class="axis">
-      <text x={LEFT - 6} y={TOP - 9} text-anchor="end" class="unit" safe>{unit}</text>
+      <text x={LEFT - 6} y={TOP - 9} text-anchor="end" class="unit" safe>
+        {unit}
+      </text>
       {ticks.map((tick) => {
         const y = (TOP + PLOT_H - scale(tick, range, PLOT_H)).toFixed(1);
         return (
           <g>
             <line x1={LEFT} x2={WIDTH - RIGHT} y1={y} y2={y} class="grid" />
-            <text x={LEFT - 6} y={y} dy="0.32em" text-anchor="end" safe>{formatNumber(tick, 2)}</text>
+            <text x={LEFT - 6} y={y} dy="0.32em" text-anchor="end" safe>
+              {formatNumber(tick, 2)}
+            </text>
           </g>
         );
       })}
@@ -104,11 +109,14 @@ function CategoryAxis({ labels }: { labels: { x: number; text: string }[] }) {
     <g class="axis">
       <line x1={LEFT} x2={WIDTH - RIGHT} y1={y} y2={y} class="baseline" />
       {labels.map(({ x, text }, i) => {
-        const anchor = labels.length > 1 && i === 0 ? 'start' : i === labels.length - 1 && labels.length > 1 ? 'end' : 'middle';
+        const anchor =
+          labels.length > 1 && i === 0 ? 'start' : i === labels.length - 1 && labels.length > 1 ? 'end' : 'middle';
         return (
           <g>
             <line x1={x.toFixed(1)} x2={x.toFixed(1)} y1={y} y2={y + 4} class="baseline" />
-            <text x={x.toFixed(1)} y={y + 22} text-anchor={anchor} safe>{text}</text>
+            <text x={x.toFixed(1)} y={y + 22} text-anchor={anchor} safe>
+              {text}
+            </text>
           </g>
         );
       })}
@@ -116,14 +124,35 @@ function CategoryAxis({ labels }: { labels: { x: number; text: string }[] }) {
   );
 }
 
-function Frame({ id, title, description, children }: { id: string; title: string; description: string; children: Children }) {
+function Frame({
+  id,
+  title,
+  description,
+  children,
+}: {
+  id: string;
+  title: string;
+  description: string;
+  children: Children;
+}) {
   return (
     <figure>
-      <figcaption aria-hidden="true" safe>{title}</figcaption>
-      <svg class="chart" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-labelledby={`${id}-title ${id}-desc`}
-        xmlns="http://www.w3.org/2000/svg">
-        <title id={`${id}-title`} safe>{title}</title>
-        <desc id={`${id}-desc`} safe>{description}</desc>
+      <figcaption aria-hidden="true" safe>
+        {title}
+      </figcaption>
+      <svg
+        class="chart"
+        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+        role="img"
+        aria-labelledby={`${id}-title ${id}-desc`}
+        xmlns="http://www.w3.org/2000/svg"
+      >
+        <title id={`${id}-title`} safe>
+          {title}
+        </title>
+        <desc id={`${id}-desc`} safe>
+          {description}
+        </desc>
         {children}
       </svg>
     </figure>
@@ -149,12 +178,13 @@ export function BarChart({ id, title, unit, bars }: ChartText & { bars: Bar[] })
   const gap = slot > 4 ? slot * 0.2 : 0;
   const zero = TOP + PLOT_H - scale(0, range, PLOT_H);
   const labels = spreadIndexes(bars.length).map((i) => ({ x: LEFT + slot * (i + 0.5), text: bars[i]!.label }));
-  const description = values.length === 0
-    ? 'No values.'
-    : `${bars.length} bars from ${bars[0]!.label} to ${bars[bars.length - 1]!.label}; ` +
-      `highest ${formatNumber(Math.max(...values))} ${unit}` +
-      `${unrecorded > 0 ? `; ${unrecorded} without a record` : ''}. ` +
-      'The table beside lists every value.';
+  const description =
+    values.length === 0
+      ? 'No values.'
+      : `${bars.length} bars from ${bars[0]!.label} to ${bars[bars.length - 1]!.label}; ` +
+        `highest ${formatNumber(Math.max(...values))} ${unit}` +
+        `${unrecorded > 0 ? `; ${unrecorded} without a record` : ''}. ` +
+        'The table beside lists every value.';
   return (
     <Frame id={id} title={title} description={description}>
       <ValueAxis ticks={ticks} unit={unit} />
@@ -165,8 +195,12 @@ export function BarChart({ id, title, unit, bars }: ChartText & { bars: Bar[] })
           const height = Math.max(Math.abs(zero - y), ZERO_MARK);
           const top = value < 0 ? zero : Math.min(y, zero - ZERO_MARK);
           return (
-            <rect x={(LEFT + slot * i + gap / 2).toFixed(2)} y={top.toFixed(2)}
-              width={(slot - gap).toFixed(2)} height={height.toFixed(2)}>
+            <rect
+              x={(LEFT + slot * i + gap / 2).toFixed(2)}
+              y={top.toFixed(2)}
+              width={(slot - gap).toFixed(2)}
+              height={height.toFixed(2)}
+            >
               <title safe>{`${label}: ${formatNumber(value)} ${unit}`}</title>
             </rect>
           );
@@ -181,32 +215,54 @@ export function BarChart({ id, title, unit, bars }: ChartText & { bars: Bar[] })
  * A line chart of one quantity over x (a time): a marker on every point when there are few, so a line of
  * one or two points still shows. `yRange` fixes the value axis (0–100 for a percentage).
  */
-export function LineChart({ id, title, unit, points, xLabel, yRange }: ChartText & {
+export function LineChart({
+  id,
+  title,
+  unit,
+  points,
+  xLabel,
+  yRange,
+}: ChartText & {
   points: Point[];
   xLabel: (x: number) => string;
   yRange?: readonly [number, number];
 }): JSX.Element {
   const ys = points.map((p) => p.y);
-  const ticks = yRange ? niceTicks(yRange[0], yRange[1]) : niceTicks(Math.min(...ys, Infinity), Math.max(...ys, -Infinity));
+  const ticks = yRange
+    ? niceTicks(yRange[0], yRange[1])
+    : niceTicks(Math.min(...ys, Infinity), Math.max(...ys, -Infinity));
   const yAxis = [ticks[0]!, ticks[ticks.length - 1]!] as const;
   const xs = points.map((p) => p.x);
   const xAxis = [Math.min(...xs), Math.max(...xs)] as const;
   const at = (p: Point) => [LEFT + scale(p.x, xAxis, PLOT_W), TOP + PLOT_H - scale(p.y, yAxis, PLOT_H)] as const;
-  const path = points.map((p) => at(p).map((v) => v.toFixed(1)).join(',')).join(' ');
+  const path = points
+    .map((p) =>
+      at(p)
+        .map((v) => v.toFixed(1))
+        .join(','),
+    )
+    .join(' ');
   const labelled = spreadIndexes(points.length).map((i) => points[i]!);
   const labels = labelled.map((p) => ({ x: at(p)[0], text: xLabel(p.x) }));
-  const description = points.length === 0
-    ? 'No values.'
-    : `${points.length} points from ${xLabel(xAxis[0])} to ${xLabel(xAxis[1])}; ` +
-      `from ${formatNumber(Math.min(...ys))} to ${formatNumber(Math.max(...ys))} ${unit}. ` +
-      'The table beside lists the values.';
+  const description =
+    points.length === 0
+      ? 'No values.'
+      : `${points.length} points from ${xLabel(xAxis[0])} to ${xLabel(xAxis[1])}; ` +
+        `from ${formatNumber(Math.min(...ys))} to ${formatNumber(Math.max(...ys))} ${unit}. ` +
+        'The table beside lists the values.';
   return (
     <Frame id={id} title={title} description={description}>
       <ValueAxis ticks={ticks} unit={unit} />
       <polyline class="line" points={path} />
       {points.length <= 40 ? (
-        <g class="markers">{points.map((p) => <circle cx={at(p)[0].toFixed(1)} cy={at(p)[1].toFixed(1)} r="3" />)}</g>
-      ) : ''}
+        <g class="markers">
+          {points.map((p) => (
+            <circle cx={at(p)[0].toFixed(1)} cy={at(p)[1].toFixed(1)} r="3" />
+          ))}
+        </g>
+      ) : (
+        ''
+      )}
       <CategoryAxis labels={labels} />
     </Frame>
   );

@@ -63,7 +63,11 @@ export function summarize(records: Iterable<ConsumptionDay>): ConsumptionSummary
 }
 
 /** The period's calendar days up to `today` (days without a record: zero, not recorded), with the lifetime and SoH. */
-export function consumptionView({ days, lifetime, soh }: ConsumptionSummary, today: string, period: Period): ConsumptionView {
+export function consumptionView(
+  { days, lifetime, soh }: ConsumptionSummary,
+  today: string,
+  period: Period,
+): ConsumptionView {
   const todayMs = Date.parse(today);
   const first = dateOf(todayMs - (period - 1) * DAY_MS);
   const inPeriod = new Map<string, Driven>();

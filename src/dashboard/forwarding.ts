@@ -28,6 +28,7 @@ export function lastFailureText(failure: NonNullable<ForwardingStatus['lastFailu
 export function healthOf(status: ForwardingStatus): Health {
   const counts = `${status.waiting} waiting, ${status.sent} sent, ${status.givenUp} given up`;
   if (!status.forwarding) return { word: 'Off', tone: 'muted', detail: 'no planner token for this installation' };
-  if (failingNow(status)) return { word: 'Failing', tone: 'bad', detail: `${failureText(status.lastFailure!)}; ${counts}` };
+  if (failingNow(status))
+    return { word: 'Failing', tone: 'bad', detail: `${failureText(status.lastFailure!)}; ${counts}` };
   return { word: 'OK', tone: 'ok', detail: counts };
 }

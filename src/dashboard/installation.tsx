@@ -40,8 +40,12 @@ export interface InstallationView {
 export function Tabs({ installationId, current }: { installationId: string; current: 'overview' | 'sessions' }) {
   return (
     <nav class="tabs" aria-label="Installation">
-      <a href={installationPath(installationId)} aria-current={current === 'overview' ? 'page' : undefined}>Overview</a>
-      <a href={sessionsPath(installationId)} aria-current={current === 'sessions' ? 'page' : undefined}>Charging sessions</a>
+      <a href={installationPath(installationId)} aria-current={current === 'overview' ? 'page' : undefined}>
+        Overview
+      </a>
+      <a href={sessionsPath(installationId)} aria-current={current === 'sessions' ? 'page' : undefined}>
+        Charging sessions
+      </a>
     </nav>
   );
 }
@@ -70,7 +74,11 @@ function PeriodLinks({ installationId, period }: { installationId: string; perio
   return (
     <nav class="periods" aria-label="Period">
       {PERIODS.map((days) => (
-        <a href={`${installationPath(installationId)}?days=${days}`} aria-current={days === period ? 'page' : undefined} safe>{`${days} days`}</a>
+        <a
+          href={`${installationPath(installationId)}?days=${days}`}
+          aria-current={days === period ? 'page' : undefined}
+          safe
+        >{`${days} days`}</a>
       ))}
     </nav>
   );
@@ -123,15 +131,38 @@ function DrivenTable({ rows, grouping }: { rows: Driven[]; grouping: 'day' | 'we
     <ScrollBox label="Consumption table" long>
       <table>
         <caption safe>{`Per ${grouping}, newest first`}</caption>
-        <thead><tr><th scope="col">{heading}</th><th scope="col" class="n">km</th><th scope="col" class="n">kWh</th><th scope="col" class="n">kWh/100 km</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">{heading}</th>
+            <th scope="col" class="n">
+              km
+            </th>
+            <th scope="col" class="n">
+              kWh
+            </th>
+            <th scope="col" class="n">
+              kWh/100 km
+            </th>
+          </tr>
+        </thead>
         <tbody>
           {rows.map((row) => (
             <tr>
-              <th scope="row" safe>{rowLabel(row)}</th>
-              {row.recorded === 0 ? <td colspan="3" class="muted">no record</td> : (
+              <th scope="row" safe>
+                {rowLabel(row)}
+              </th>
+              {row.recorded === 0 ? (
+                <td colspan="3" class="muted">
+                  no record
+                </td>
+              ) : (
                 <>
-                  <td class="n" safe>{formatNumber(row.km)}</td>
-                  <td class="n" safe>{formatNumber(row.kwh)}</td>
+                  <td class="n" safe>
+                    {formatNumber(row.km)}
+                  </td>
+                  <td class="n" safe>
+                    {formatNumber(row.kwh)}
+                  </td>
                   <td class="n">{row.km > 0 ? formatNumber(per100Km(row.kwh, row.km)!) : '–'}</td>
                 </>
               )}
@@ -147,13 +178,20 @@ function Lifetime({ lifetime }: { lifetime: ConsumptionView['lifetime'] }) {
   return (
     <section aria-labelledby="lifetime">
       <h2 id="lifetime">Lifetime</h2>
-      {lifetime === null ? <p>No consumption recorded yet.</p> : (
+      {lifetime === null ? (
+        <p>No consumption recorded yet.</p>
+      ) : (
         <dl>
-          <dt>Distance</dt><dd safe>{quantityText(lifetime.km, 'km')}</dd>
-          <dt>Energy</dt><dd safe>{quantityText(lifetime.kwh, 'kWh')}</dd>
-          <dt>Consumption</dt><dd safe>{kwhPer100(lifetime)}</dd>
-          <dt>Driving time</dt><dd safe>{quantityText(lifetime.hours, 'h')}</dd>
-          <dt>Charge used</dt><dd safe>{quantityText(lifetime.socDrop, '% of the battery')}</dd>
+          <dt>Distance</dt>
+          <dd safe>{quantityText(lifetime.km, 'km')}</dd>
+          <dt>Energy</dt>
+          <dd safe>{quantityText(lifetime.kwh, 'kWh')}</dd>
+          <dt>Consumption</dt>
+          <dd safe>{kwhPer100(lifetime)}</dd>
+          <dt>Driving time</dt>
+          <dd safe>{quantityText(lifetime.hours, 'h')}</dd>
+          <dt>Charge used</dt>
+          <dd safe>{quantityText(lifetime.socDrop, '% of the battery')}</dd>
         </dl>
       )}
     </section>
@@ -164,15 +202,28 @@ function Forwarding({ status }: { status: ForwardingStatus }) {
   return (
     <section aria-labelledby="forwarding">
       <h2 id="forwarding">Forwarding to ABRP</h2>
-      <p><HealthText health={healthOf(status)} /></p>
+      <p>
+        <HealthText health={healthOf(status)} />
+      </p>
       <dl>
-        <dt>Waiting</dt><dd safe>{String(status.waiting)}</dd>
-        <dt>Sent</dt><dd safe>{String(status.sent)}</dd>
-        <dt>Given up</dt><dd safe>{String(status.givenUp)}</dd>
-        <dt>Last sent</dt><dd safe>{status.lastSentAt === null ? 'never' : utcText(Date.parse(status.lastSentAt))}</dd>
+        <dt>Waiting</dt>
+        <dd safe>{String(status.waiting)}</dd>
+        <dt>Sent</dt>
+        <dd safe>{String(status.sent)}</dd>
+        <dt>Given up</dt>
+        <dd safe>{String(status.givenUp)}</dd>
+        <dt>Last sent</dt>
+        <dd safe>{status.lastSentAt === null ? 'never' : utcText(Date.parse(status.lastSentAt))}</dd>
         <dt>Last failure</dt>
         <dd safe>{status.lastFailure === null ? 'none' : lastFailureText(status.lastFailure)}</dd>
-        {status.nextAttemptAt === null ? '' : <><dt>Next attempt</dt><dd safe>{utcText(Date.parse(status.nextAttemptAt))}</dd></>}
+        {status.nextAttemptAt === null ? (
+          ''
+        ) : (
+          <>
+            <dt>Next attempt</dt>
+            <dd safe>{utcText(Date.parse(status.nextAttemptAt))}</dd>
+          </>
+        )}
       </dl>
     </section>
   );
@@ -184,16 +235,40 @@ function Health({ view }: { view: InstallationView }) {
   return (
     <section aria-labelledby="health">
       <h2 id="health">State of health</h2>
-      {soh.length === 0 ? <p>No state of health reported yet.</p> : (
+      {soh.length === 0 ? (
+        <p>No state of health reported yet.</p>
+      ) : (
         <div class="pair">
-          <LineChart id="soh" title="Battery state of health by month" unit="%" yRange={[Math.min(80, ...soh.map((p) => p.sohPercent)), 100]}
-            points={soh.map((p) => ({ x: monthMs(p.month), y: p.sohPercent }))} xLabel={(ms) => new Date(ms).toISOString().slice(0, 7)} />
+          <LineChart
+            id="soh"
+            title="Battery state of health by month"
+            unit="%"
+            yRange={[Math.min(80, ...soh.map((p) => p.sohPercent)), 100]}
+            points={soh.map((p) => ({ x: monthMs(p.month), y: p.sohPercent }))}
+            xLabel={(ms) => new Date(ms).toISOString().slice(0, 7)}
+          />
           <ScrollBox label="State of health table" long>
             <table>
               <caption>Newest value of each month</caption>
-              <thead><tr><th scope="col">Month</th><th scope="col" class="n">State of health</th></tr></thead>
+              <thead>
+                <tr>
+                  <th scope="col">Month</th>
+                  <th scope="col" class="n">
+                    State of health
+                  </th>
+                </tr>
+              </thead>
               <tbody>
-                {[...soh].reverse().map((p) => <tr><th scope="row" safe>{p.month}</th><td class="n" safe>{quantityText(p.sohPercent, '%')}</td></tr>)}
+                {[...soh].reverse().map((p) => (
+                  <tr>
+                    <th scope="row" safe>
+                      {p.month}
+                    </th>
+                    <td class="n" safe>
+                      {quantityText(p.sohPercent, '%')}
+                    </td>
+                  </tr>
+                ))}
               </tbody>
             </table>
           </ScrollBox>
@@ -215,12 +290,20 @@ function Latest({ latest, now }: { latest: LatestSample | null; now: number }) {
   return (
     <section aria-labelledby="latest">
       <h2 id="latest">Latest sample</h2>
-      {latest === null ? <p>No samples yet.</p> : (
+      {latest === null ? (
+        <p>No samples yet.</p>
+      ) : (
         <dl>
-          <dt>Time</dt><dd safe>{`${utcText(latest.utc * 1000)} (${ageText(latest.utc * 1000, now)})`}</dd>
-          {sampleFieldNames.filter((name) => latest[name] !== undefined).map((name) => (
-            <><dt safe>{sampleLabels[name]}</dt><dd safe>{fieldText(name, latest[name]!)}</dd></>
-          ))}
+          <dt>Time</dt>
+          <dd safe>{`${utcText(latest.utc * 1000)} (${ageText(latest.utc * 1000, now)})`}</dd>
+          {sampleFieldNames
+            .filter((name) => latest[name] !== undefined)
+            .map((name) => (
+              <>
+                <dt safe>{sampleLabels[name]}</dt>
+                <dd safe>{fieldText(name, latest[name]!)}</dd>
+              </>
+            ))}
         </dl>
       )}
     </section>
@@ -232,15 +315,20 @@ function Devices({ view }: { view: InstallationView }) {
   return (
     <section aria-labelledby="devices">
       <h2 id="devices">Devices</h2>
-      {view.devices.length === 0 ? <p>No paired devices.</p> : (
+      {view.devices.length === 0 ? (
+        <p>No paired devices.</p>
+      ) : (
         <ul class="devices">
           {view.devices.map((device) => (
             <li>
               <h3 safe>{device.name ?? '(no name)'}</h3>
               <dl>
-                <dt>Paired</dt><dd safe>{utcText(device.createdAt)}</dd>
-                <dt>Last seen</dt><dd safe>{device.lastSeenAt === null ? 'never' : ageText(device.lastSeenAt, view.now)}</dd>
-                <dt>Status</dt><dd safe>{device.revokedAt === null ? 'active' : `revoked ${utcText(device.revokedAt)}`}</dd>
+                <dt>Paired</dt>
+                <dd safe>{utcText(device.createdAt)}</dd>
+                <dt>Last seen</dt>
+                <dd safe>{device.lastSeenAt === null ? 'never' : ageText(device.lastSeenAt, view.now)}</dd>
+                <dt>Status</dt>
+                <dd safe>{device.revokedAt === null ? 'active' : `revoked ${utcText(device.revokedAt)}`}</dd>
               </dl>
               {device.revokedAt === null ? <RevokeForm view={view} device={device} /> : ''}
             </li>
@@ -255,7 +343,9 @@ function RevokeForm({ view, device }: { view: InstallationView; device: Device }
   return (
     <form method="post" action={revokePath(view.installationId, device.id)}>
       <FormToken token={view.formToken} />
-      <button type="submit" class="danger" aria-label={`Revoke ${device.name ?? 'the device without a name'}`}>Revoke</button>
+      <button type="submit" class="danger" aria-label={`Revoke ${device.name ?? 'the device without a name'}`}>
+        Revoke
+      </button>
     </form>
   );
 }
@@ -275,7 +365,11 @@ function Exports({ installationId }: { installationId: string }) {
     <section aria-labelledby="exports">
       <h2 id="exports">Export</h2>
       <ul class="links">
-        {EXPORTS.map(([kind, format, text]) => <li><a href={exportPath(installationId, kind, format)}>{text}</a></li>)}
+        {EXPORTS.map(([kind, format, text]) => (
+          <li>
+            <a href={exportPath(installationId, kind, format)}>{text}</a>
+          </li>
+        ))}
       </ul>
     </section>
   );

@@ -30,29 +30,52 @@ export function HealthText({ health }: { health: Health }) {
   );
 }
 
-export function InstallationsPage({ rows, now, formToken }: { rows: InstallationRow[]; now: number; formToken: string }) {
+export function InstallationsPage({
+  rows,
+  now,
+  formToken,
+}: {
+  rows: InstallationRow[];
+  now: number;
+  formToken: string;
+}) {
   return (
     <Layout title="Installations" formToken={formToken}>
       <h1>Installations</h1>
       {rows.length === 0 ? (
         <section>
           <p>No installation has sent anything yet.</p>
-          <p class="muted">Pair a car (its app shows a QR code), or point the car app at this server: its installation appears here with its first upload.</p>
+          <p class="muted">
+            Pair a car (its app shows a QR code), or point the car app at this server: its installation appears here
+            with its first upload.
+          </p>
         </section>
       ) : (
         <div class="cards">
           {rows.map((row) => (
             <section>
-              <h2><a href={installationPath(row.installationId)} safe>{installationTitle(row.names, row.installationId)}</a></h2>
+              <h2>
+                <a href={installationPath(row.installationId)} safe>
+                  {installationTitle(row.names, row.installationId)}
+                </a>
+              </h2>
               <dl>
                 <dt>Installation</dt>
-                <dd class="id" safe>{row.installationId}</dd>
+                <dd class="id" safe>
+                  {row.installationId}
+                </dd>
                 <dt>Last sample</dt>
-                <dd safe>{row.lastSampleUtc === null ? 'none yet' : `${ageText(row.lastSampleUtc * 1000, now)} (${utcText(row.lastSampleUtc * 1000)})`}</dd>
+                <dd safe>
+                  {row.lastSampleUtc === null
+                    ? 'none yet'
+                    : `${ageText(row.lastSampleUtc * 1000, now)} (${utcText(row.lastSampleUtc * 1000)})`}
+                </dd>
                 <dt>Samples today</dt>
                 <dd safe>{`${row.samplesToday} since 00:00 UTC`}</dd>
                 <dt>Forwarding</dt>
-                <dd><HealthText health={healthOf(row.forwarding)} /></dd>
+                <dd>
+                  <HealthText health={healthOf(row.forwarding)} />
+                </dd>
               </dl>
             </section>
           ))}

@@ -9,7 +9,9 @@ export function MessagePage({ title, text }: { title: string; text: string }) {
       <section>
         <h1 safe>{title}</h1>
         <p safe>{text}</p>
-        <p><a href={DASHBOARD_PATH}>Back to the installations</a></p>
+        <p>
+          <a href={DASHBOARD_PATH}>Back to the installations</a>
+        </p>
       </section>
     </Layout>
   );

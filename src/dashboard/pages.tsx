@@ -63,16 +63,20 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
     const { installationId, names } = known;
     const at = now();
     const period = periodOf(new URL(request.url).searchParams.get('days'));
-    return pageAnswer(200, <InstallationPage
-      installationId={installationId}
-      names={names}
-      period={period}
-      consumption={consumptionView(summaries.of(installationId), dateOf(at), period)}
-      latest={reads.samples.latest(installationId)}
-      forwarding={reads.plannerStatus.status(installationId)}
-      devices={reads.devices.list().filter((device) => device.installationId === installationId)}
-      now={at}
-      formToken={session.formToken} />);
+    return pageAnswer(
+      200,
+      <InstallationPage
+        installationId={installationId}
+        names={names}
+        period={period}
+        consumption={consumptionView(summaries.of(installationId), dateOf(at), period)}
+        latest={reads.samples.latest(installationId)}
+        forwarding={reads.plannerStatus.status(installationId)}
+        devices={reads.devices.list().filter((device) => device.installationId === installationId)}
+        now={at}
+        formToken={session.formToken}
+      />,
+    );
   };
 
   const sessions = (request: Request, session: DashboardSession, params: Record<string, string>) => {
@@ -80,12 +84,16 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
     if (known === null) return notFoundPage('installation');
     const before = new URL(request.url).searchParams.get('before') ?? undefined;
     const page = reads.sessions.list(known.installationId, { limit: SESSIONS_PER_PAGE, before });
-    return pageAnswer(200, <SessionsPage owner={{ ...known, formToken: session.formToken }} sessions={page.sessions} next={page.next} />);
+    return pageAnswer(
+      200,
+      <SessionsPage owner={{ ...known, formToken: session.formToken }} sessions={page.sessions} next={page.next} />,
+    );
   };
 
   const chargingSession = (_request: Request, session: DashboardSession, params: Record<string, string>) => {
     const known = installationOf(params.installationId);
-    const found = known && params.sessionId !== undefined ? reads.sessions.one(known.installationId, params.sessionId) : null;
+    const found =
+      known && params.sessionId !== undefined ? reads.sessions.one(known.installationId, params.sessionId) : null;
     if (known === null || found === null) return notFoundPage('charging session');
     return pageAnswer(200, <SessionPage owner={{ ...known, formToken: session.formToken }} session={found} />);
   };
@@ -103,7 +111,9 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
   const revoke = async (_request: Request, _session: DashboardSession, params: Record<string, string>) => {
     const known = installationOf(params.installationId);
     const id = deviceKey(params.deviceId ?? '');
-    const owned = known !== null && reads.devices.list().some((device) => device.id === id && device.installationId === known.installationId);
+    const owned =
+      known !== null &&
+      reads.devices.list().some((device) => device.id === id && device.installationId === known.installationId);
     if (!owned) return notFoundPage('device');
     await reads.devices.revoke(id);
     log.info('device.revoked', { device: id, by: 'dashboard' });

@@ -42,14 +42,24 @@ export interface DashboardDeps {
 }
 
 /** A page handler behind the sign-in: the request, the session, the route's parameters. */
-export type SignedInHandler = (request: Request, session: DashboardSession, params: Record<string, string>) =>
-  PageAnswer | Response | Promise<PageAnswer | Response>;
+export type SignedInHandler = (
+  request: Request,
+  session: DashboardSession,
+  params: Record<string, string>,
+) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
 /** Pages behind the sign-in by method and path pattern; a POST's form token is checked before its handler runs. */
 export interface SignedInRoutes {
   get: Record<string, SignedInHandler>;
-  post: Record<string, (request: Request, session: DashboardSession, params: Record<string, string>, form: URLSearchParams) =>
-    PageAnswer | Promise<PageAnswer>>;
+  post: Record<
+    string,
+    (
+      request: Request,
+      session: DashboardSession,
+      params: Record<string, string>,
+      form: URLSearchParams,
+    ) => PageAnswer | Promise<PageAnswer>
+  >;
 }
 
 interface PageContext {
@@ -59,7 +69,10 @@ interface PageContext {
   html(page: JSX.Element): string | Response | Promise<string | Response>;
 }
 
-type Handler = (request: Request, params: Record<string, string>) => PageAnswer | Response | Promise<PageAnswer | Response>;
+type Handler = (
+  request: Request,
+  params: Record<string, string>,
+) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
 export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites, pages }: DashboardDeps) {
   const crossSiteLog: CrossSiteLog = { repeats: crossSites, log };
@@ -95,11 +108,13 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   };
 
   /** Opens the request's session, or sends the browser to the sign-in page (forgetting a dead cookie). */
-  const signedIn = (handle: SignedInHandler): Handler =>
+  const signedIn =
+    (handle: SignedInHandler): Handler =>
     async (request, params) => {
       const token = sessionToken(request, config);
       const session = await sessions.open(token);
-      if (session === null) return redirect(SIGN_IN_PATH, token === null ? {} : { 'Set-Cookie': clearedCookie(request, config) });
+      if (session === null)
+        return redirect(SIGN_IN_PATH, token === null ? {} : { 'Set-Cookie': clearedCookie(request, config) });
       const answer = await handle(request, session, params);
       if (session.renewed) withHeader(answer, 'Set-Cookie', sessionCookie(session.token, request, config));
       return answer;
@@ -123,8 +138,13 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   /** A form refused before anything was done: another site's, or one without this session's token. */
   const refusedForm = (reason: string) => {
     log.warn('dashboard.form_refused', { reason });
-    return pageAnswer(403, <MessagePage title="Form not accepted"
-      text="This form did not come from this dashboard's current page. Reload the page and try again." />);
+    return pageAnswer(
+      403,
+      <MessagePage
+        title="Form not accepted"
+        text="This form did not come from this dashboard's current page. Reload the page and try again."
+      />,
+    );
   };
 
   const app = new Elysia({ name: 'dashboard' })
@@ -135,10 +155,15 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
     .post(SIGN_IN_PATH, page(signIn, log), handlerReadsBody)
     .post(SIGN_OUT_PATH, page(signOut, log), handlerReadsBody);
   for (const [path, handle] of Object.entries(pages.get)) app.get(path, page(signedIn(handle), log));
-  for (const [path, handle] of Object.entries(pages.post)) app.post(path, page(signedInForm(handle), log), handlerReadsBody);
+  for (const [path, handle] of Object.entries(pages.post))
+    app.post(path, page(signedInForm(handle), log), handlerReadsBody);
   // Any other method or path under /dashboard, the bare path included, is a page too: with the page headers.
   for (const path of [DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) {
-    app.all(path, page(() => notFoundPage(), log), handlerReadsBody);
+    app.all(
+      path,
+      page(() => notFoundPage(), log),
+      handlerReadsBody,
+    );
   }
   return app;
 }
@@ -184,11 +209,16 @@ async function answerOf(handle: Handler, request: Request, params: Record<string
     return await handle(request, params);
   } catch (error) {
     if (error instanceof HttpError && error.status === 400) {
-      return pageAnswer(400, <MessagePage title="Form not accepted" text={`The form could not be read (${error.message}).`} />,
-        error.headers);
+      return pageAnswer(
+        400,
+        <MessagePage title="Form not accepted" text={`The form could not be read (${error.message}).`} />,
+        error.headers,
+      );
     }
     log.error('dashboard.page_failed', { error: describeError(error) });
-    return pageAnswer(500, <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />);
+    return pageAnswer(
+      500,
+      <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />,
+    );
   }
 }
-

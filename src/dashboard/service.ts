@@ -81,7 +81,11 @@ export class DashboardSessions {
     const stored = findSession(this.db, hash, now);
     if (stored === null) return null;
     const renewed = stored.expiresAt - now < limits.dashboardSessionMs - limits.dashboardSessionExtendMs;
-    if (renewed) await this.committer.write('extendDashboardSession', { tokenHash: hash, expiresAt: now + limits.dashboardSessionMs });
+    if (renewed)
+      await this.committer.write('extendDashboardSession', {
+        tokenHash: hash,
+        expiresAt: now + limits.dashboardSessionMs,
+      });
     return { tokenHash: hash, token, formToken: formTokenOf(token), renewed };
   }
 

@@ -27,14 +27,23 @@ export function findSession(db: Database, tokenHash: string, now: number): Store
  */
 const insertDashboardSession: WriteOp<StoredSession & { replaces: string | null }, void> = (db, args) => {
   const { replaces, ...session } = args;
-  db.query('DELETE FROM dashboard_sessions WHERE expires_at <= $now OR token_hash = $replaces')
-    .run({ now: session.createdAt, replaces });
-  db.query('INSERT INTO dashboard_sessions (token_hash, created_at, expires_at) VALUES ($tokenHash, $createdAt, $expiresAt)')
-    .run({ ...session });
+  db.query('DELETE FROM dashboard_sessions WHERE expires_at <= $now OR token_hash = $replaces').run({
+    now: session.createdAt,
+    replaces,
+  });
+  db.query(
+    'INSERT INTO dashboard_sessions (token_hash, created_at, expires_at) VALUES ($tokenHash, $createdAt, $expiresAt)',
+  ).run({ ...session });
 };
 
-const extendDashboardSession: WriteOp<{ tokenHash: string; expiresAt: number }, void> = (db, { tokenHash, expiresAt }) => {
-  db.query('UPDATE dashboard_sessions SET expires_at = $expiresAt WHERE token_hash = $tokenHash').run({ tokenHash, expiresAt });
+const extendDashboardSession: WriteOp<{ tokenHash: string; expiresAt: number }, void> = (
+  db,
+  { tokenHash, expiresAt },
+) => {
+  db.query('UPDATE dashboard_sessions SET expires_at = $expiresAt WHERE token_hash = $tokenHash').run({
+    tokenHash,
+    expiresAt,
+  });
 };
 
 const deleteDashboardSession: WriteOp<{ tokenHash: string }, void> = (db, { tokenHash }) => {
@@ -50,8 +59,9 @@ export function keptPassword(db: Database): { salt: string; fingerprint: string 
 
 /** Keeps a new password's fingerprint and ends every session opened under the former one; answers how many. */
 const keepPasswordEndingSessions: WriteOp<{ salt: string; fingerprint: string }, number> = (db, kept) => {
-  db.query('INSERT OR REPLACE INTO dashboard_password (id, salt, fingerprint) VALUES (1, $salt, $fingerprint)')
-    .run({ ...kept });
+  db.query('INSERT OR REPLACE INTO dashboard_password (id, salt, fingerprint) VALUES (1, $salt, $fingerprint)').run({
+    ...kept,
+  });
   return db.query('DELETE FROM dashboard_sessions').run().changes;
 };
 

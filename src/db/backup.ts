@@ -58,7 +58,11 @@ interface BackupRun {
  * Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a
  * partial file but one it cannot remove, which it tells `leftBehind`; gives up when `stopped` rejects.
  */
-async function backupDatabase(source: string, target: string, { stopped, leftBehind, link }: BackupRun): Promise<number> {
+async function backupDatabase(
+  source: string,
+  target: string,
+  { stopped, leftBehind, link }: BackupRun,
+): Promise<number> {
   if (!existsSync(source)) throw new Error(`no database at ${source} (set DATABASE_PATH)`);
   // Its connection would take another database's -wal into the file for good, as a server's would.
   refuseForeignWal(source);
@@ -120,7 +124,8 @@ function renameOverPlaceholder(partial: string, target: string, leftBehind: Out)
 async function copyOnWorker(request: CopyRequest, stopped: Promise<never>): Promise<void> {
   const worker = new Worker(workerEntry('backup.worker.ts'));
   const copied = new Promise<void>((resolve, reject) => {
-    worker.onmessage = ({ data }: MessageEvent<CopyOutcome>) => (data.type === 'copied' ? resolve() : reject(new Error(data.message)));
+    worker.onmessage = ({ data }: MessageEvent<CopyOutcome>) =>
+      data.type === 'copied' ? resolve() : reject(new Error(data.message));
     worker.onerror = (event) => reject(new Error(event.message));
     // A Worker that ends without a word (killed, out of memory) must not leave the backup waiting for ever.
     worker.addEventListener('close', () => reject(new Error('the copy stopped without an answer')));

@@ -343,7 +343,10 @@ export class Committer<Ops extends WriteOps = WriteOps> {
     this.stopped = true;
     if (!this.broken) {
       const closed = new Promise<void>((resolve) => {
-        this.worker.addEventListener('message', (event: MessageEvent<FromWriter>) => event.data.type === 'closed' && resolve());
+        this.worker.addEventListener(
+          'message',
+          (event: MessageEvent<FromWriter>) => event.data.type === 'closed' && resolve(),
+        );
       });
       post(this.worker, { type: 'close' });
       await Promise.race([closed, this.gone]); // a writer dying meanwhile must not hang the stop

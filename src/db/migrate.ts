@@ -98,7 +98,9 @@ function migrationsRecorded(db: Database): boolean {
 
 /** Drizzle's rule: every migration newer than the last one recorded, whatever was recorded before it. */
 function unapplied(db: Database, migrations: readonly MigrationMeta[]): MigrationMeta[] {
-  const last = db.query<{ at: number | null }, []>('SELECT max(created_at) AS at FROM __drizzle_migrations').get()?.at ?? -Infinity;
+  const last =
+    db.query<{ at: number | null }, []>('SELECT max(created_at) AS at FROM __drizzle_migrations').get()?.at ??
+    -Infinity;
   return migrations.filter((migration) => migration.folderMillis > last);
 }
 

@@ -1,6 +1,16 @@
 /** Opening the SQLite file: refusing what is not ours, and the pragmas set on purpose. */
 import { Database } from 'bun:sqlite';
-import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, statfsSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readSync,
+  realpathSync,
+  statfsSync,
+  statSync,
+} from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Durability } from '../config.ts';
 import { limits } from '../limits.ts';
@@ -57,7 +67,8 @@ export function refusalOf(path: string, error: unknown): StorageError {
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
     return unusableDatabase(path, `${reason}; restore a backup (docs/operations.md: Backup and restore)`);
   }
-  if (code.startsWith('SQLITE_IOERR') && noSpaceLeft(path)) return unusableDatabase(path, `${reason}; the file system holding it has no space left`);
+  if (code.startsWith('SQLITE_IOERR') && noSpaceLeft(path))
+    return unusableDatabase(path, `${reason}; the file system holding it has no space left`);
   return unusableDatabase(path, reason);
 }
 
@@ -84,10 +95,17 @@ function assertWritable(path: string): void {
   const fileRefused = exists ? accessRefusal(file, READ_WRITE) : undefined;
   if (fileRefused) throw unusableDatabase(path, `the file ${file} must be readable and writable (${fileRefused})`);
   // Left by a server run as another user (root, once): SQLite would say only `unable to open database file`.
-  const besides = [[`${file}-wal`, ', never delete it: it holds answered writes'], [`${file}-shm`, '']] as const;
+  const besides = [
+    [`${file}-wal`, ', never delete it: it holds answered writes'],
+    [`${file}-shm`, ''],
+  ] as const;
   for (const [beside, advice] of besides) {
     const refused = existsSync(beside) ? accessRefusal(beside, READ_WRITE) : undefined;
-    if (refused) throw unusableDatabase(path, `the file ${beside} must be readable and writable (${refused}); give it the database file's owner${advice}`);
+    if (refused)
+      throw unusableDatabase(
+        path,
+        `the file ${beside} must be readable and writable (${refused}); give it the database file's owner${advice}`,
+      );
   }
 }
 
@@ -189,7 +207,8 @@ function applyPragmas(db: Database, durability: Durability, syncApart: boolean):
 
 /** A database without a page yet gets incremental auto-vacuum: pages freed by deletions can go back to the disk. */
 function incrementalIfNew(db: Database): void {
-  if (db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count === 0) db.run('PRAGMA auto_vacuum = INCREMENTAL');
+  if (db.query<{ page_count: number }, []>('PRAGMA page_count').get()!.page_count === 0)
+    db.run('PRAGMA auto_vacuum = INCREMENTAL');
 }
 
 /**

@@ -2,7 +2,17 @@
  * The files the service creates hold every location and all token hashes: they are its owner's alone,
  * whatever the umask. SQLite gives a database's -wal and -shm files the database file's own mode.
  */
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 
 const PRIVATE_FOLDER_MODE = 0o700;

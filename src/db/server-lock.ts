@@ -32,7 +32,8 @@ export function takeServerLock(db: Database, databasePath: string, taker: Taker 
     createPrivateFileIfAbsent(lockPath);
     // Before opening: SQLite opens a file it cannot write read-only (taking no lock) and one it cannot read not at all.
     const refused = accessRefusal(lockPath, READ_WRITE);
-    if (refused) throw unusableDatabase(databasePath, `its lock file ${lockPath} must be readable and writable (${refused})`);
+    if (refused)
+      throw unusableDatabase(databasePath, `its lock file ${lockPath} must be readable and writable (${refused})`);
     lock = new Database(lockPath, { create: true });
     lock.run('PRAGMA busy_timeout = 0'); // another server's lock is refused at once, not waited for
     lock.run('PRAGMA journal_mode = MEMORY'); // nothing is written: no -journal file beside it

@@ -16,7 +16,8 @@ export interface Storage {
 }
 
 /** `syncFile`: the committer's fault seam, for tests holding the WAL's sync in a service; the binary never sets it. */
-export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'> & Pick<CommitterOptions, 'syncFile'>;
+export type StorageOptions = Pick<Config, 'databasePath' | 'durability' | 'maxGroupWrites'> &
+  Pick<CommitterOptions, 'syncFile'>;
 
 /**
  * Opens the database for the server (`serverLock`: one server per database, see server-lock.ts) or for

@@ -53,7 +53,10 @@ export async function purgeCommand(
 }
 
 /** Deletes the samples of detached installations a batch per write: a running server's writes go on between them. */
-async function deleteDetachedSamples(committer: Committer<typeof deletionWrites>, installations: number[]): Promise<number> {
+async function deleteDetachedSamples(
+  committer: Committer<typeof deletionWrites>,
+  installations: number[],
+): Promise<number> {
   let total = 0;
   for (const installation of installations) {
     let after = -1;

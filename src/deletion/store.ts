@@ -163,4 +163,3 @@ export function purgesAfter(db: Database, afterId: number): { id: number; instal
     )
     .all(afterId);
 }
-

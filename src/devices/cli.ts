@@ -19,11 +19,7 @@ export const DEVICES_USAGE = `\
                                  issue a device token for a client without a pairing screen; prints it once
   ev-ingest devices revoke ID    revoke a device's token (exit 0 also when it was already revoked)`;
 
-export async function devicesCommand(
-  args: string[],
-  out: Out = toStdout,
-  err: Out = toStderr,
-): Promise<number> {
+export async function devicesCommand(args: string[], out: Out = toStdout, err: Out = toStderr): Promise<number> {
   const { operands, name } = nameOption(args);
   if (name === '') return usage(err, DEVICES_USAGE);
   const notOperands = helpOrOption(operands, DEVICES_USAGE, out, err);
@@ -75,7 +71,14 @@ interface NewDeviceInput {
 /** Stores only the token's hash; the token itself is printed once, on a line of its own, last. */
 async function add(storage: Storage, { installationId, name }: NewDeviceInput, out: Out, err: Out): Promise<number> {
   const token = newSecret();
-  const device = { id: crypto.randomUUID(), installationId, name, createdAt: Date.now(), lastSeenAt: null, revokedAt: null };
+  const device = {
+    id: crypto.randomUUID(),
+    installationId,
+    name,
+    createdAt: Date.now(),
+    lastSeenAt: null,
+    revokedAt: null,
+  };
   await storage.committer.write('issueDevice', { ...device, tokenHash: tokenHash(token) });
   out(`added ${line(deviceView(device))}\n${token}\n`);
   err('ev-ingest: the token above is shown once and stored only as its hash; give it to the client now\n');

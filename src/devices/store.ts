@@ -80,7 +80,9 @@ const touchDevice: WriteOp<{ id: string; at: number }, void> = (db, { id, at }) 
  * before the car came for it.
  */
 const markCollected: WriteOp<{ id: string }, boolean> = (db, { id }) =>
-  db.query('UPDATE devices SET awaiting_collection = 0 WHERE id = $id AND revoked_at IS NULL RETURNING id').get({ id }) !== null;
+  db
+    .query('UPDATE devices SET awaiting_collection = 0 WHERE id = $id AND revoked_at IS NULL RETURNING id')
+    .get({ id }) !== null;
 
 /** An active device whose token its car has not collected yet. */
 const UNCOLLECTED = 'awaiting_collection = 1 AND revoked_at IS NULL';
@@ -88,9 +90,7 @@ const UNCOLLECTED = 'awaiting_collection = 1 AND revoked_at IS NULL';
 /** Revokes every active device still awaiting its collection; answers their ids. */
 const revokeUncollected: WriteOp<{ at: number }, string[]> = (db, { at }) =>
   db
-    .query<{ id: string }, { at: number }>(
-      `UPDATE devices SET revoked_at = $at WHERE ${UNCOLLECTED} RETURNING id`,
-    )
+    .query<{ id: string }, { at: number }>(`UPDATE devices SET revoked_at = $at WHERE ${UNCOLLECTED} RETURNING id`)
     .all({ at })
     .map((row) => row.id);
 

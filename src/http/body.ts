@@ -27,7 +27,11 @@ export interface BodyBounds {
 }
 
 /** Ingest endpoints: the 512 KiB cap, and a drain so that a car still uploading reads the 400. */
-export const ingestBodyBounds: BodyBounds = { cap: limits.bodyBytes, drain: limits.bodyDrainBytes, deadlineMs: limits.bodyReadMs };
+export const ingestBodyBounds: BodyBounds = {
+  cap: limits.bodyBytes,
+  drain: limits.bodyDrainBytes,
+  deadlineMs: limits.bodyReadMs,
+};
 
 /**
  * Routes without a token: small bodies, and a drain bounded in bytes and time, so that a client still

@@ -49,7 +49,10 @@ export function coarseAddress(address: string): string {
 /** The IPv4 address of an IPv4-mapped IPv6 one (`::ffff:0:0/96`), or undefined. */
 function mappedIPv4(groups: number[]): string | undefined {
   if (groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) return undefined;
-  return groups.slice(6).flatMap((group) => [group >> 8, group & 0xff]).join('.');
+  return groups
+    .slice(6)
+    .flatMap((group) => [group >> 8, group & 0xff])
+    .join('.');
 }
 
 /** The groups of one side of an IPv6 address's `::`, an IPv4 tail as its two. */

@@ -11,8 +11,7 @@ export const messages = {
   bodyNotUtf8: 'body is not valid UTF-8',
   bodyNotObject: 'body must be a JSON object',
   formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
-  otherInstallation:
-    'token belongs to another installation; pair this car again after its installation id changed',
+  otherInstallation: 'token belongs to another installation; pair this car again after its installation id changed',
   readOtherInstallation: 'this token may not read that installation',
   notFound: 'not found',
   tooManyPairingRequests: 'too many pairing requests',
@@ -36,13 +35,13 @@ export class HttpError extends Error {
   }
 }
 
-export const badRequest = (message: string, headers?: Record<string, string>) =>
-  new HttpError(400, message, headers);
+export const badRequest = (message: string, headers?: Record<string, string>) => new HttpError(400, message, headers);
 // RFC 9110 §15.5.2: a 401 names the scheme it wants.
 export const unauthorized = () => new HttpError(401, messages.unauthorized, { 'WWW-Authenticate': 'Bearer' });
 export const forbidden = (message: string) => new HttpError(403, message);
 export const notFound = (message: string) => new HttpError(404, message);
-export const tooManyRequests = (message: string, headers?: Record<string, string>) => new HttpError(429, message, headers);
+export const tooManyRequests = (message: string, headers?: Record<string, string>) =>
+  new HttpError(429, message, headers);
 
 /** An unexpected failure as one log field: its class and message (a 500's detail goes only to the log). */
 export function describeError(error: unknown): string {

@@ -25,7 +25,10 @@ export interface MetricsSources {
   planner: { stats: { sent: number }; failures: { retried: Counts; givenUp: Counts } };
   plannerWaiting: () => number;
   /** Null without APPROVAL_PASSWORD: no pairing, no lockout. */
-  pairing: { book: { counts: { started: number; approved: number } }; lock: { lockouts: { address: number; backstop: number } } } | null;
+  pairing: {
+    book: { counts: { started: number; approved: number } };
+    lock: { lockouts: { address: number; backstop: number } };
+  } | null;
 }
 
 export class Metrics implements CommitObserver {

@@ -134,7 +134,10 @@ export class PairingBook {
    * Applies the owner's decision to a pending request. Approval commits the device before the car can
    * collect its token; a request that went away meanwhile (replaced, expired) takes its device along.
    */
-  async decide(request: PairingRequest, decision: Decision): Promise<Exclude<Standing['state'], 'pending'> | 'expired'> {
+  async decide(
+    request: PairingRequest,
+    decision: Decision,
+  ): Promise<Exclude<Standing['state'], 'pending'> | 'expired'> {
     if (request.standing.state !== 'pending') return request.standing.state;
     if (decision === 'deny') {
       request.standing = { state: 'denied' };
@@ -216,7 +219,8 @@ export class PairingBook {
     this.forget(request);
     const { standing } = request;
     if (standing.state !== 'approved') return;
-    if (standing.collection) standing.collection.closedFor = reason; // its collection's save decides
+    if (standing.collection)
+      standing.collection.closedFor = reason; // its collection's save decides
     else await this.revoke(standing.device.id, reason);
   }
 

@@ -51,7 +51,8 @@ const VISIBLE = /[^\p{White_Space}\p{Z}\p{M}\u2800]/u;
 /** 1..64 characters (code points, so an emoji counts once) of showable text. */
 export function deviceName(value: unknown, path: string): string {
   const chars = typeof value === 'string' ? [...value].length : 0;
-  if (chars < 1 || chars > limits.deviceNameMaxChars) invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
+  if (chars < 1 || chars > limits.deviceNameMaxChars)
+    invalid(path, `must be a string of 1..${limits.deviceNameMaxChars} characters`);
   // SQLite would store a lone surrogate (`"MG4 \ud83d"`) as U+FFFD: the owner would approve a name the car never sent.
   if (!(value as string).isWellFormed()) invalid(path, 'must not hold a lone surrogate');
   if (UNSHOWABLE.test(value as string)) invalid(path, 'must not hold control or text-direction characters');

@@ -108,7 +108,13 @@ function Layout({ title, children }: { title: string; children: Children }) {
 }
 
 function Notice({ text }: { text: string | undefined }) {
-  return text === undefined ? '' : <p class="notice" role="alert" safe>{text}</p>;
+  return text === undefined ? (
+    ''
+  ) : (
+    <p class="notice" role="alert" safe>
+      {text}
+    </p>
+  );
 }
 
 /** The code field's `maxlength`: a code's 8 letters with room for a dash and stray spaces. */
@@ -119,7 +125,10 @@ const CODE_FIELD_CHARS = 12;
  * units, as browsers do), never through the middle of a character.
  */
 function typedCode(typed: string): string {
-  return typed.trim().slice(0, CODE_FIELD_CHARS).replace(/[\uD800-\uDBFF]$/, '');
+  return typed
+    .trim()
+    .slice(0, CODE_FIELD_CHARS)
+    .replace(/[\uD800-\uDBFF]$/, '');
 }
 
 /**
@@ -134,11 +143,22 @@ export function CodePage({ notice, typed }: { notice?: string; typed?: string | 
       {/* No action: the form goes to the page's own address, with or without a trailing slash or a proxy's prefix. */}
       <form method="get">
         <label for="code">Code</label>
-        <input id="code" name="code" class="code" required autocomplete="off" autocapitalize="characters"
-          spellcheck="false" placeholder="XXXX-XXXX" maxlength={CODE_FIELD_CHARS}
-          value={typed == null ? undefined : escapeHtml(typedCode(typed))} />
+        <input
+          id="code"
+          name="code"
+          class="code"
+          required
+          autocomplete="off"
+          autocapitalize="characters"
+          spellcheck="false"
+          placeholder="XXXX-XXXX"
+          maxlength={CODE_FIELD_CHARS}
+          value={typed == null ? undefined : escapeHtml(typedCode(typed))}
+        />
         <div class="actions">
-          <button type="submit" class="neutral">Continue</button>
+          <button type="submit" class="neutral">
+            Continue
+          </button>
         </div>
       </form>
     </Layout>
@@ -172,7 +192,9 @@ export function ApprovalPage({ request, msLeft, facts, notice }: ApprovalProps) 
       <p class="notice">Deny if you did not just start pairing on your car.</p>
       <dl>
         <dt>Code</dt>
-        <dd class="code" safe>{code}</dd>
+        <dd class="code" safe>
+          {code}
+        </dd>
         <dt>Car name</dt>
         <dd safe>{request.name ?? '(no name given)'}</dd>
         <dt>Installation id</dt>
@@ -191,11 +213,24 @@ export function ApprovalPage({ request, msLeft, facts, notice }: ApprovalProps) 
         {/* Lets password managers file the approval password under a name; the server ignores it. */}
         <input name="username" autocomplete="username" value="ev-ingest approval" hidden readonly />
         <label for="password">Approval password</label>
-        <p id="lockout" class="hint" safe>{lockoutWarning}</p>
-        <input id="password" name="password" type="password" required autocomplete="current-password" aria-describedby="lockout" />
+        <p id="lockout" class="hint" safe>
+          {lockoutWarning}
+        </p>
+        <input
+          id="password"
+          name="password"
+          type="password"
+          required
+          autocomplete="current-password"
+          aria-describedby="lockout"
+        />
         <div class="actions">
-          <button type="submit" name="decision" value="approve">Approve</button>
-          <button type="submit" name="decision" value="deny" class="deny">Deny</button>
+          <button type="submit" name="decision" value="approve">
+            Approve
+          </button>
+          <button type="submit" name="decision" value="deny" class="deny">
+            Deny
+          </button>
         </div>
       </form>
     </Layout>
@@ -205,7 +240,15 @@ export function ApprovalPage({ request, msLeft, facts, notice }: ApprovalProps) 
 export type Outcome = 'approved' | 'denied';
 
 /** The answer after a decision (also when the request had been decided before). */
-export function OutcomePage({ outcome, request, before }: { outcome: Outcome; request: PairingRequest; before: boolean }) {
+export function OutcomePage({
+  outcome,
+  request,
+  before,
+}: {
+  outcome: Outcome;
+  request: PairingRequest;
+  before: boolean;
+}) {
   const car = request.name ?? request.installationId;
   const title = outcome === 'approved' ? 'Car approved' : 'Car denied';
   const text =
@@ -234,7 +277,15 @@ export function MessagePage({ title, text, back }: { title: string; text: string
   return (
     <Layout title={title}>
       <p safe>{text}</p>
-      {back === undefined ? '' : <p><a href={hrefOf(back)} safe>{back.text}</a></p>}
+      {back === undefined ? (
+        ''
+      ) : (
+        <p>
+          <a href={hrefOf(back)} safe>
+            {back.text}
+          </a>
+        </p>
+      )}
     </Layout>
   );
 }
@@ -290,12 +341,15 @@ export const formNotAccepted = (reason: string): Message => ({
 });
 
 /** Any other failure: its detail goes to the log only. */
-export const SOMETHING_WENT_WRONG: Message = { title: 'Something went wrong', text: 'The server could not complete this. Try again.' };
+export const SOMETHING_WENT_WRONG: Message = {
+  title: 'Something went wrong',
+  text: 'The server could not complete this. Try again.',
+};
 
 /** A form posted by another site's page: the owner did not send it. */
 export const CROSS_SITE: Message = {
   title: 'Refused',
-  text: 'This form was sent from another site. Open the approval page from the car\'s code and decide there.',
+  text: "This form was sent from another site. Open the approval page from the car's code and decide there.",
 };
 
 /** A method other than GET and POST: a script's, not a browser's. */

@@ -77,8 +77,10 @@ export function pairingRoutes(deps: PairingDeps) {
 
 /** The owner's approval page. */
 function pageRoutes({ book, lock, config, bodyBounds, log, signedIn }: PairingDeps, crossSiteLog: CrossSiteLog) {
-  const presenterOf = (request: Request): Presenter =>
-    ({ address: clientAddress(request, config.trustProxy), session: signedIn(request) });
+  const presenterOf = (request: Request): Presenter => ({
+    address: clientAddress(request, config.trustProxy),
+    session: signedIn(request),
+  });
 
   /** The open request of what was typed as its code, or the page saying that the code is not open. */
   const openRequest = (typed: string | null): PairingRequest | PageAnswer => {
@@ -141,12 +143,14 @@ function pageRoutes({ book, lock, config, bodyBounds, log, signedIn }: PairingDe
     return pageAnswer(200, <OutcomePage outcome={result} request={pairing} before={before} />);
   };
 
-  return new Elysia()
-    // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
-    .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
-    .get(PAIR_PATH, pageRoute(showCode, log))
-    .post(PAIR_PATH, pageRoute(decide, log), handlerReadsBody)
-    .all(PAIR_PATH, pageRoute(notAllowedPage, log), handlerReadsBody);
+  return (
+    new Elysia()
+      // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
+      .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
+      .get(PAIR_PATH, pageRoute(showCode, log))
+      .post(PAIR_PATH, pageRoute(decide, log), handlerReadsBody)
+      .all(PAIR_PATH, pageRoute(notAllowedPage, log), handlerReadsBody)
+  );
 }
 
 /**
@@ -160,30 +164,36 @@ function carRoutes(
   bodyBounds: BodyBounds,
   crossSiteLog: CrossSiteLog,
 ) {
-  return new Elysia()
-    // A car sends no Sec-Fetch-Site; a page in the owner's browser could fill the owner's address's slots.
-    .onBeforeHandle(({ request }) => {
-      if (isFetchedCrossSite(request, config, crossSiteLog)) throw forbidden(messages.crossSite);
-    })
-    // After the handler only: a refusal (answered by the app's onError) holds no secret.
-    .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
-    .post(
-      '/v1/pair/start',
-      async ({ request }) => {
-        const { installationId, name } = parseStart(await readJsonObject(request, bodyBounds));
-        const pairing = await book.start(installationId, name, clientAddress(request, config.trustProxy));
-        const userCode = displayUserCode(pairing.userCode);
-        return {
-          pairingId: pairing.pairingId,
-          userCode,
-          approvalUrl: approvalUrl(config, request, userCode),
-          expiresIn: limits.pairingTtlMs / 1000,
-          interval: limits.pairingPollIntervalS,
-        };
-      },
-      handlerReadsBody,
-    )
-    .post('/v1/pair/poll', async ({ request }) => book.poll(parsePoll(await readJsonObject(request, bodyBounds))), handlerReadsBody);
+  return (
+    new Elysia()
+      // A car sends no Sec-Fetch-Site; a page in the owner's browser could fill the owner's address's slots.
+      .onBeforeHandle(({ request }) => {
+        if (isFetchedCrossSite(request, config, crossSiteLog)) throw forbidden(messages.crossSite);
+      })
+      // After the handler only: a refusal (answered by the app's onError) holds no secret.
+      .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
+      .post(
+        '/v1/pair/start',
+        async ({ request }) => {
+          const { installationId, name } = parseStart(await readJsonObject(request, bodyBounds));
+          const pairing = await book.start(installationId, name, clientAddress(request, config.trustProxy));
+          const userCode = displayUserCode(pairing.userCode);
+          return {
+            pairingId: pairing.pairingId,
+            userCode,
+            approvalUrl: approvalUrl(config, request, userCode),
+            expiresIn: limits.pairingTtlMs / 1000,
+            interval: limits.pairingPollIntervalS,
+          };
+        },
+        handlerReadsBody,
+      )
+      .post(
+        '/v1/pair/poll',
+        async ({ request }) => book.poll(parsePoll(await readJsonObject(request, bodyBounds))),
+        handlerReadsBody,
+      )
+  );
 }
 
 /**

@@ -300,7 +300,11 @@ export class PlannerForwarder implements SampleForwarder {
   /** Delivers one sample with retries; false when shutdown left it waiting in the outbox. */
   private async deliver(installation: Installation, sample: SampleRow): Promise<boolean> {
     // The queue mirrors the outbox as of the rewrites counted so far (else it would be read again first).
-    const outgoing: Outgoing = { utc: sample[0] as number, body: this.bodyOf(installation, sample), rewritesSeen: installation.rewrites };
+    const outgoing: Outgoing = {
+      utc: sample[0] as number,
+      body: this.bodyOf(installation, sample),
+      rewritesSeen: installation.rewrites,
+    };
     for (let attempt = 1; ; attempt += 1) {
       if (installation.backoffMs > 0) {
         const ms = this.jittered(installation.backoffMs);
@@ -318,7 +322,12 @@ export class PlannerForwarder implements SampleForwarder {
           return false;
         case 'accepted':
           installation.backoffMs = 0;
-          await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.sent, at: this.now() });
+          await this.outcomes.record({
+            installationId: installation.id,
+            utc: sample[0] as number,
+            state: PlannerState.sent,
+            at: this.now(),
+          });
           this.stats.sent += 1;
           this.sentLog.sent(installation.id);
           return true;
@@ -412,7 +421,12 @@ export class PlannerForwarder implements SampleForwarder {
   /** Logs and records a sample given up; true, as the loop goes on with the next one. */
   private async giveUp(installation: Installation, sample: SampleRow, reason: FailureReason, attempts: number) {
     this.options.log.warn('planner.given_up', { installation: installation.id, ...reason, attempts });
-    await this.outcomes.record({ installationId: installation.id, utc: sample[0] as number, state: PlannerState.givenUp, at: this.now() });
+    await this.outcomes.record({
+      installationId: installation.id,
+      utc: sample[0] as number,
+      state: PlannerState.givenUp,
+      at: this.now(),
+    });
     this.stats.givenUp += 1;
     countFailure(this.failures.givenUp, reason);
     return true;

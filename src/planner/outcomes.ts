@@ -143,7 +143,8 @@ export class OutcomeLedger {
       }
       this.settled.push(...samples);
       // Kept unless a newer failure of the installation came meanwhile.
-      for (const failure of failures) if (!this.lastFailures.has(failure.installationId)) this.lastFailures.set(failure.installationId, failure);
+      for (const failure of failures)
+        if (!this.lastFailures.has(failure.installationId)) this.lastFailures.set(failure.installationId, failure);
       if (!this.halted) void this.writeSettledIn(limits.plannerMarkRetryMs);
     }
   }

@@ -100,7 +100,10 @@ const RECORD_FAILURE = `INSERT INTO planner_status
  * Writes what became of forwarded samples, counted in each installation's status with the last failed
  * attempts; a sample no longer pending keeps its state.
  */
-const plannerSettled: WriteOp<{ samples: SettledSample[]; failures: PlannerFailure[] }, void> = (db, { samples, failures }) => {
+const plannerSettled: WriteOp<{ samples: SettledSample[]; failures: PlannerFailure[] }, void> = (
+  db,
+  { samples, failures },
+) => {
   const update = db.query(
     `UPDATE samples SET planner_state = $state
      WHERE installation = ${installationNumber('$installationId')} AND utc = $utc AND ${PENDING}`,
@@ -143,7 +146,9 @@ const STATUS_COLUMNS = `sent, given_up AS givenUp, last_sent_at AS lastSentAt, l
 
 /** Reads an installation's stored forwarding facts (null when it has none) and how many of its samples wait. */
 export function plannerStatusReader(db: Database) {
-  const facts = db.query<StoredPlannerStatus, [string]>(`SELECT ${STATUS_COLUMNS} FROM planner_status WHERE installation_id = ?`);
+  const facts = db.query<StoredPlannerStatus, [string]>(
+    `SELECT ${STATUS_COLUMNS} FROM planner_status WHERE installation_id = ?`,
+  );
   const waiting = db.query<{ n: number }, [string]>(
     `SELECT count(*) AS n FROM samples WHERE installation = ${installationNumber('?')} AND ${PENDING}`,
   );
@@ -151,7 +156,9 @@ export function plannerStatusReader(db: Database) {
 }
 
 /** Every installation with stored samples, by id, with its forwarding facts and waiting count (`ev-ingest status`). */
-export function everyPlannerStatus(db: Database): { installationId: string; facts: StoredPlannerStatus | null; waiting: number }[] {
+export function everyPlannerStatus(
+  db: Database,
+): { installationId: string; facts: StoredPlannerStatus | null; waiting: number }[] {
   const rows = db
     .query<StoredPlannerStatus & { installationId: string; waiting: number; known: number | null }, []>(
       `SELECT uuid AS installationId, ${STATUS_COLUMNS}, planner_status.installation_id IS NOT NULL AS known,
@@ -160,5 +167,9 @@ export function everyPlannerStatus(db: Database): { installationId: string; fact
        WHERE uuid NOT LIKE '${PURGED_PREFIX}%' ORDER BY uuid`,
     )
     .all();
-  return rows.map(({ installationId, waiting, known, ...facts }) => ({ installationId, waiting, facts: known ? facts : null }));
+  return rows.map(({ installationId, waiting, known, ...facts }) => ({
+    installationId,
+    waiting,
+    facts: known ? facts : null,
+  }));
 }

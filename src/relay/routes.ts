@@ -18,7 +18,10 @@ export function relayRoutes(relay: Relay) {
       return new Response(OK, { headers: HEADERS });
     } catch (error) {
       if (!(error instanceof HttpError)) throw error; // a 500, answered as every route's
-      return Response.json({ status: 'error', error: error.message }, { status: error.status, headers: { ...HEADERS, ...error.headers } });
+      return Response.json(
+        { status: 'error', error: error.message },
+        { status: error.status, headers: { ...HEADERS, ...error.headers } },
+      );
     }
   };
   return new Elysia({ name: 'relay' }).get(PATH, send, handlerReadsBody).post(PATH, send, handlerReadsBody);

@@ -55,8 +55,10 @@ export function validateBatch(body: Record<string, unknown>, nowMs: number): Bat
   const installationId = uuid(body.installationId, 'installationId');
   const samples = array(body.samples, 'samples', Number.POSITIVE_INFINITY); // the body cap bounds it
   const plannerSentUtc = body.plannerSentUtc ?? 0;
-  if (!Number.isInteger(plannerSentUtc) || (plannerSentUtc as number) < 0) invalid('plannerSentUtc', 'must be a non-negative integer');
-  if ((plannerSentUtc as number) > PLANNER_SENT_UTC_MAX) invalid('plannerSentUtc', 'must be at most 2^63 (a 64-bit integer)');
+  if (!Number.isInteger(plannerSentUtc) || (plannerSentUtc as number) < 0)
+    invalid('plannerSentUtc', 'must be a non-negative integer');
+  if ((plannerSentUtc as number) > PLANNER_SENT_UTC_MAX)
+    invalid('plannerSentUtc', 'must be at most 2^63 (a 64-bit integer)');
 
   const latestUtc = Math.floor(nowMs / 1000) + UTC_MAX_AHEAD_S;
   const notes: (string[] | undefined)[] = new Array(samples.length);
@@ -128,7 +130,8 @@ export const isUnknownFieldNote = (note: string) => note.endsWith(UNKNOWN_FIELD)
 const NO_USABLE_VALUES = ': no usable values';
 
 /** A sample holding a usable `utc` and no other value, none refused either (null values aside). */
-export const onlyUtc = ({ droppedCount, dropped }: Batch) => droppedCount === 1 && dropped[0]!.endsWith(NO_USABLE_VALUES);
+export const onlyUtc = ({ droppedCount, dropped }: Batch) =>
+  droppedCount === 1 && dropped[0]!.endsWith(NO_USABLE_VALUES);
 
 /** The sample's row, or null when the sample is dropped whole; each drop adds one note. */
 function examineSample(sample: unknown, path: string, latestUtc: number, notes: string[]): SampleRow | null {
@@ -216,7 +219,12 @@ function storedValue(field: SampleField, value: unknown): number | string | Unus
 
 function isUsable(name: string, value: unknown): boolean {
   const known = fieldsByName.get(name);
-  return known !== undefined && value !== undefined && value !== null && !(storedValue(known.field, value) instanceof Unusable);
+  return (
+    known !== undefined &&
+    value !== undefined &&
+    value !== null &&
+    !(storedValue(known.field, value) instanceof Unusable)
+  );
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -232,7 +240,9 @@ function quote(value: unknown): string {
   if (typeof value === 'string') {
     // Code points of at most twice the quoted length: a long string is never split whole.
     const chars = [...value.slice(0, 2 * max)];
-    return chars.length <= max && value.length <= 2 * max ? JSON.stringify(value) : `${JSON.stringify(chars.slice(0, max).join(''))}…`;
+    return chars.length <= max && value.length <= 2 * max
+      ? JSON.stringify(value)
+      : `${JSON.stringify(chars.slice(0, max).join(''))}…`;
   }
   const json = jsonStart(value, max);
   return json.length <= max ? json : `${json.slice(0, max)}…`;

@@ -18,12 +18,17 @@ export interface TelemetryDeps {
 export function telemetryRoutes({ auth, bodyBounds, telemetry, log, now }: TelemetryDeps) {
   return new Elysia({ name: 'telemetry' }).post(
     '/v1/telemetry',
-    ownedBody(auth, bodyBounds, (body) => validateBatch(body, now()), async (batch) => {
-      await telemetry.store(batch);
-      logDropped(log, batch);
-      const { rows, droppedCount, dropped } = batch;
-      return { stored: rows.length, droppedCount, dropped };
-    }),
+    ownedBody(
+      auth,
+      bodyBounds,
+      (body) => validateBatch(body, now()),
+      async (batch) => {
+        await telemetry.store(batch);
+        logDropped(log, batch);
+        const { rows, droppedCount, dropped } = batch;
+        return { stored: rows.length, droppedCount, dropped };
+      },
+    ),
     handlerReadsBody,
   );
 }

@@ -25,8 +25,12 @@ export class Telemetry {
 
   private async storeRows({ installationId, plannerSentUtc, rows }: Batch): Promise<void> {
     const forward = this.forwarder.forwards(installationId);
-    const { added, rewritten } = await this.committer.write('storeSamples', sampleWrite(installationId, plannerSentUtc, forward, rows, this.now()));
-    if (added.length > 0 || rewritten) this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
+    const { added, rewritten } = await this.committer.write(
+      'storeSamples',
+      sampleWrite(installationId, plannerSentUtc, forward, rows, this.now()),
+    );
+    if (added.length > 0 || rewritten)
+      this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
     this.samplesStored += rows.length;
   }
 }

@@ -28,7 +28,10 @@ interface SampleBatch {
 }
 
 /** Row positions (0 = utc) of the numeric and of the text columns. */
-const numericColumns = [0, ...sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [] : [i + 1]))];
+const numericColumns = [
+  0,
+  ...sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [] : [i + 1])),
+];
 const textColumns = sampleFieldNames.flatMap((name, i) => (sampleFields[name].kind === 'text' ? [i + 1] : []));
 
 /** Values ahead of the rows in `packed`: plannerSentUtc, forward. */
@@ -66,7 +69,13 @@ export function sampleWrite(
 function unpack({ packed, texts }: SampleWrite): SampleBatch {
   const values = new Float64Array(packed);
   const numbers = values.subarray(HEADER);
-  return { plannerSentUtc: values[0]!, forward: values[1] === 1, count: numbers.length / numericColumns.length, numbers, texts };
+  return {
+    plannerSentUtc: values[0]!,
+    forward: values[1] === 1,
+    count: numbers.length / numericColumns.length,
+    numbers,
+    texts,
+  };
 }
 
 const fieldColumns = sampleFieldNames.map((name) => `"${name}"`);
@@ -208,7 +217,13 @@ function sourceOf(position: number): Source {
 const everyField: Source[] = allFields.map(sourceOf);
 
 /** The parameters of `count` rows from `from`: per row installation, utc, the `sources`' values, planner state. */
-function rowValues(installation: number, batch: SampleBatch, sources: Source[], from: number, count: number): (number | string | null)[] {
+function rowValues(
+  installation: number,
+  batch: SampleBatch,
+  sources: Source[],
+  from: number,
+  count: number,
+): (number | string | null)[] {
   const { numbers, texts } = batch;
   const values: (number | string | null)[] = [];
   // Plain loops: this runs once per stored value on the writer thread, the service's busiest code.
@@ -216,7 +231,8 @@ function rowValues(installation: number, batch: SampleBatch, sources: Source[], 
     const utc = utcOf(batch, r);
     values.push(installation, utc);
     for (const { text, index } of sources) {
-      if (text) values.push(texts?.[r * textColumns.length + index] ?? null); // no texts: the batch has none
+      if (text)
+        values.push(texts?.[r * textColumns.length + index] ?? null); // no texts: the batch has none
       else {
         const value = numbers[r * numericColumns.length + index]!;
         values.push(value === value ? value : null); // NaN marks an absent value
@@ -247,7 +263,8 @@ class InsertStatements {
   get(columns: number[], columnsKey: string, count: number): Statement {
     const key = `${count}:${columnsKey}`;
     let kept = this.statements.get(key);
-    if (kept) this.statements.delete(key); // re-inserted below: the Map's order is the use order
+    if (kept)
+      this.statements.delete(key); // re-inserted below: the Map's order is the use order
     else {
       kept = { statement: this.db.prepare(insertSql(columns, count)), size: 100 + count * (columns.length + 3) };
       this.size += kept.size;
@@ -283,7 +300,14 @@ function insertSql(columns: number[], count: number): string {
 }
 
 /** Rows `from` to `to` (excluded), one statement each: a stored sample is replaced, keeping its planner state. */
-function storeOneByOne(db: Database, installation: number, batch: SampleBatch, from: number, to: number, stored: StoredSamples): void {
+function storeOneByOne(
+  db: Database,
+  installation: number,
+  batch: SampleBatch,
+  from: number,
+  to: number,
+  stored: StoredSamples,
+): void {
   const insert = db.query(INSERT_SAMPLE);
   for (let r = from; r < to; r++) {
     const values = rowValues(installation, batch, everyField, r, 1); // INSERT_SAMPLE's parameters
@@ -302,13 +326,18 @@ function storeOneByOne(db: Database, installation: number, batch: SampleBatch, f
 /** The installation's number in `installations`, given one at its first sample. */
 function installationKey(db: Database, installationId: string): number {
   const known = db.query<{ id: number }, [string]>('SELECT id FROM installations WHERE uuid = ?').get(installationId);
-  return (known ?? db.query<{ id: number }, [string]>('INSERT INTO installations (uuid) VALUES (?) RETURNING id').get(installationId)!).id;
+  return (
+    known ??
+    db.query<{ id: number }, [string]>('INSERT INTO installations (uuid) VALUES (?) RETURNING id').get(installationId)!
+  ).id;
 }
 
 /** Replaces a stored sample's values; answers its planner state afterwards. */
 function replaceSample(db: Database, values: (string | number | null)[]): number {
   const fields = values.slice(2, 2 + fieldColumns.length);
-  const row = db.query<{ state: number }, (string | number | null)[]>(REPLACE_SAMPLE).get(...fields, values[0]!, values[1]!);
+  const row = db
+    .query<{ state: number }, (string | number | null)[]>(REPLACE_SAMPLE)
+    .get(...fields, values[0]!, values[1]!);
   // The insert met a conflict, so the row is there; were it not, the sample must not vanish quietly.
   if (!row) throw new Error(`sample ${values[1]} was neither inserted nor replaced`);
   return row.state;

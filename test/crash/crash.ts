@@ -39,7 +39,13 @@ interface Ledger {
 
 const BATCH = 10;
 
-async function send(url: URL, method: string, path: string, body: unknown, token: string | null = TOKEN): Promise<Response | null> {
+async function send(
+  url: URL,
+  method: string,
+  path: string,
+  body: unknown,
+  token: string | null = TOKEN,
+): Promise<Response | null> {
   try {
     return await fetch(new URL(path, url), {
       method,
@@ -85,7 +91,13 @@ async function client(url: URL, id: number, ledger: Ledger, counter: { next: num
       }
       case 2: {
         const sessionId = `session-${key}`;
-        const session = { installationId: INSTALLATION, startedAt: 1_764_000_000_001, endedAt: 1_764_000_000_002, energyKwh: value % 1000, totalCost: value };
+        const session = {
+          installationId: INSTALLATION,
+          startedAt: 1_764_000_000_001,
+          endedAt: 1_764_000_000_002,
+          energyKwh: value % 1000,
+          totalCost: value,
+        };
         const response = await send(url, 'PUT', `/v1/charging-sessions/${sessionId}`, session);
         history(ledger.sessions, sessionId).push({ value, fate: fateOf(response, ledger) });
         break;
@@ -118,7 +130,12 @@ async function pair(url: URL, value: number, ledger: Ledger): Promise<void> {
 /** The values a key may hold now: its last acknowledged one, or any sent after it and not answered. */
 function allowed(list: History): { values: Set<number>; mayBeAbsent: boolean } {
   const lastAcked = list.findLastIndex((entry) => entry.fate === 'acked');
-  const values = new Set(list.slice(lastAcked + 1).filter((entry) => entry.fate === 'unanswered').map((entry) => entry.value));
+  const values = new Set(
+    list
+      .slice(lastAcked + 1)
+      .filter((entry) => entry.fate === 'unanswered')
+      .map((entry) => entry.value),
+  );
   if (lastAcked >= 0) values.add(list[lastAcked]!.value);
   return { values, mayBeAbsent: lastAcked < 0 };
 }
@@ -129,7 +146,9 @@ function verify(path: string, ledger: Ledger): string[] {
   try {
     const integrity = db.query<{ integrity_check: string }, []>('PRAGMA integrity_check').get()!.integrity_check;
     if (integrity !== 'ok') problems.push(`integrity_check: ${integrity}`);
-    const countSamples = db.query<{ n: number }, [number, number]>('SELECT count(*) AS n FROM samples WHERE utc >= ? AND utc < ?');
+    const countSamples = db.query<{ n: number }, [number, number]>(
+      'SELECT count(*) AS n FROM samples WHERE utc >= ? AND utc < ?',
+    );
     for (const { firstUtc, fate } of ledger.batches) {
       const n = countSamples.get(firstUtc, firstUtc + BATCH)!.n;
       const ok = fate === 'acked' ? n === BATCH : fate === 'refused' ? n === 0 : n === 0 || n === BATCH;
@@ -139,7 +158,9 @@ function verify(path: string, ledger: Ledger): string[] {
     for (const [recordedAt, list] of ledger.chunks) {
       check(problems, `chunk ${recordedAt}`, list, chunkKm.get(recordedAt)?.km);
     }
-    const sessionCost = db.query<{ cost: number }, [string]>('SELECT total_cost AS cost FROM charging_sessions WHERE session_id = ?');
+    const sessionCost = db.query<{ cost: number }, [string]>(
+      'SELECT total_cost AS cost FROM charging_sessions WHERE session_id = ?',
+    );
     for (const [sessionId, list] of ledger.sessions) {
       check(problems, `session ${sessionId}`, list, sessionCost.get(sessionId)?.cost);
     }
@@ -157,7 +178,11 @@ function check(problems: string[], what: string, list: History, stored: number |
 }
 
 async function start(binary: string, path: string, dir: string): Promise<RunningBinary> {
-  return startBinary(binary, { INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: PASSWORD, DATABASE_PATH: path, LOG_LEVEL: 'info' }, dir);
+  return startBinary(
+    binary,
+    { INGEST_TOKEN: TOKEN, APPROVAL_PASSWORD: PASSWORD, DATABASE_PATH: path, LOG_LEVEL: 'info' },
+    dir,
+  );
 }
 
 /** Runs `rounds` kill-and-restart rounds on one database file and checks it. */
@@ -165,7 +190,14 @@ export async function crashRun(rounds: number, random: () => number = Math.rando
   const binary = await compiledBinary();
   const dir = tempDir('ev-ingest-crash-');
   const path = join(dir, 'ev-ingest.db');
-  const ledger: Ledger = { batches: [], chunks: new Map(), sessions: new Map(), tokens: [], answered: 0, unanswered: 0 };
+  const ledger: Ledger = {
+    batches: [],
+    chunks: new Map(),
+    sessions: new Map(),
+    tokens: [],
+    answered: 0,
+    unanswered: 0,
+  };
   const counter = { next: 0 };
   try {
     for (let round = 0; round < rounds; round++) {

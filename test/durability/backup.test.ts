@@ -1,10 +1,34 @@
 /** `ev-ingest backup FILE` under load: the copy alone serves, and holds every write acknowledged before it began. */
 import { Database } from 'bun:sqlite';
 import { beforeAll, expect, test } from 'bun:test';
-import { closeSync, copyFileSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BACKUP_USAGE, backupCommand, type LinkFile } from '../../src/db/backup.ts';
-import { answer, consumptionChunk, INSTALLATION, refusedStart, runDevicesCommand, startTestService, tempDir, testConfig } from '../support.ts';
+import {
+  answer,
+  consumptionChunk,
+  INSTALLATION,
+  refusedStart,
+  runDevicesCommand,
+  startTestService,
+  tempDir,
+  testConfig,
+} from '../support.ts';
 
 const MAIN = resolve(import.meta.dir, '../../src/main.ts');
 
@@ -36,10 +60,12 @@ async function finished(child: ReturnType<typeof spawnBackup>) {
   return { code, stdout, stderr };
 }
 
-const runBackup = (databasePath: string, file: string, options?: BackupOptions) => finished(spawnBackup(databasePath, file, options));
+const runBackup = (databasePath: string, file: string, options?: BackupOptions) =>
+  finished(spawnBackup(databasePath, file, options));
 
 // 1 km each: the history's km counts the chunks.
-const chunk = (recordedAt: number) => consumptionChunk({ recordedAt, day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 } });
+const chunk = (recordedAt: number) =>
+  consumptionChunk({ recordedAt, day: { km: 1, kwh: 0.25, hours: 0.1, socDrop: 0.5 } });
 
 test('a backup taken under load restores to a working database with every write acknowledged before it', async () => {
   const service = await startTestService({}, { dir: tempDir('ev-ingest-backup-') });
@@ -71,13 +97,18 @@ test('a backup taken under load restores to a working database with every write 
     const restored = await startTestService({}, { dir: restoredDir });
     try {
       const stored = new Set(
-        restored.storage.db.query<{ at: number }, []>('SELECT recorded_at AS at FROM consumption_chunks').all().map((row) => row.at),
+        restored.storage.db
+          .query<{ at: number }, []>('SELECT recorded_at AS at FROM consumption_chunks')
+          .all()
+          .map((row) => row.at),
       );
       expect(before.filter((at) => !stored.has(at))).toEqual([]);
       const history = await answer(await restored.request('GET', `/v1/consumption/history/${INSTALLATION}`));
       expect(history.status).toBe(200);
       expect((history.body as { records: { day: { km: number } }[] }).records[0]!.day.km).toBe(stored.size);
-      expect(await answer(await restored.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_001) }))).toEqual({ status: 204, body: null });
+      expect(
+        await answer(await restored.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_001) })),
+      ).toEqual({ status: 204, body: null });
       expect(restored.storage.db.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' });
     } finally {
       await restored.close();
@@ -96,9 +127,13 @@ test("a backup beside the old database's -wal refuses the start, both untouched;
   const copy = join(tempDir('ev-ingest-backup-'), 'copy.db');
   const staleWal = join(tempDir('ev-ingest-backup-'), 'stale-wal');
   try {
-    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_001) })).status).toBe(204);
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_001) })).status).toBe(
+      204,
+    );
     expect((await runBackup(path, copy)).code).toBe(0);
-    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_002) })).status).toBe(204);
+    expect((await service.request('PUT', '/v1/consumption/daily', { body: chunk(1_700_000_000_002) })).status).toBe(
+      204,
+    );
     copyFileSync(`${path}-wal`, staleWal); // as a crash (or a restore that skipped the rm) would leave it
   } finally {
     await service.close();
@@ -114,7 +149,11 @@ test("a backup beside the old database's -wal refuses the start, both untouched;
     `move ${path}-wal and its -shm away first (docs/operations.md: Backup and restore)`;
   expect((await refusedStart(testConfig(dir))).message).toBe(refusal);
   // A backup of it would take them in for good, as a start would.
-  expect(await runBackup(path, join(dir, 'saved.db'))).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${refusal}\n` });
+  expect(await runBackup(path, join(dir, 'saved.db'))).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: ${refusal}\n`,
+  });
   expect(await runDevicesCommand(path, ['list'])).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: ${refusal}\n` });
   expect(readFileSync(path).equals(readFileSync(copy))).toBe(true);
   expect(readFileSync(`${path}-wal`).equals(readFileSync(staleWal))).toBe(true);
@@ -122,7 +161,9 @@ test("a backup beside the old database's -wal refuses the start, both untouched;
   renameSync(`${path}-wal`, join(dir, 'moved-away-wal'));
   const restored = await startTestService({}, { dir });
   try {
-    expect(restored.storage.db.query('SELECT recorded_at AS at FROM consumption_chunks').all()).toEqual([{ at: 1_700_000_000_001 }]);
+    expect(restored.storage.db.query('SELECT recorded_at AS at FROM consumption_chunks').all()).toEqual([
+      { at: 1_700_000_000_001 },
+    ]);
   } finally {
     await restored.close();
   }
@@ -134,7 +175,11 @@ test('backup refuses a FILE that exists, and a missing database, with a message 
   new Database(source).close();
   const taken = join(dir, 'taken.db');
   writeFileSync(taken, 'keep me');
-  expect(await runBackup(source, taken)).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${taken} already exists; choose a new file\n` });
+  expect(await runBackup(source, taken)).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: ${taken} already exists; choose a new file\n`,
+  });
   const missing = join(dir, 'missing.db');
   expect(await runBackup(missing, join(dir, 'copy.db'))).toEqual({
     code: 1,
@@ -164,7 +209,11 @@ test('backup refuses a FILE that is a dangling symbolic link before copying, as 
   new Database(source).close();
   const dangling = join(dir, 'dangling.db');
   symlinkSync(join(dir, 'nowhere.db'), dangling);
-  expect(await runBackup(source, dangling)).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: ${dangling} already exists; choose a new file\n` });
+  expect(await runBackup(source, dangling)).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: ${dangling} already exists; choose a new file\n`,
+  });
   expect(readdirSync(dir).sort()).toEqual(['dangling.db', 'live.db']);
 });
 
@@ -187,7 +236,9 @@ test('a temporary copy that cannot be created is told as such, not as a failed r
   // A name of 248 bytes is allowed (255 at most); with `.partial-PID` appended it is not.
   const backup = await runBackup(source, join(dir, `${'a'.repeat(245)}.db`));
   expect(backup).toMatchObject({ code: 1, stdout: '' });
-  expect(backup.stderr).toMatch(/^ev-ingest: backup failed: ENAMETOOLONG: name too long, open '[^']*\.db\.partial-\d+'\n$/);
+  expect(backup.stderr).toMatch(
+    /^ev-ingest: backup failed: ENAMETOOLONG: name too long, open '[^']*\.db\.partial-\d+'\n$/,
+  );
   expect(readdirSync(dir)).toEqual(['live.db']);
 });
 
@@ -195,12 +246,18 @@ test('a copy whose Worker ends without an answer (killed) fails the backup with 
   const dir = tempDir('ev-ingest-backup-');
   const source = join(dir, 'live.db');
   new Database(source).run('CREATE TABLE t (x)');
-  const child = spawnBackup(source, join(dir, 'copy.db'), { preload: join(import.meta.dir, 'backup-worker-killed.ts') });
+  const child = spawnBackup(source, join(dir, 'copy.db'), {
+    preload: join(import.meta.dir, 'backup-worker-killed.ts'),
+  });
   // A backup left waiting is stopped, so that it fails on its message rather than on the test's timeout.
   const waitedTooLong = setTimeout(() => child.kill('SIGTERM'), 3000);
   const backup = await finished(child);
   clearTimeout(waitedTooLong);
-  expect(backup).toEqual({ code: 1, stdout: '', stderr: 'ev-ingest: backup failed: the copy stopped without an answer\n' });
+  expect(backup).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: 'ev-ingest: backup failed: the copy stopped without an answer\n',
+  });
   expect(readdirSync(dir)).toEqual(['live.db']);
 });
 
@@ -208,18 +265,29 @@ test('a copy whose Worker ends without an answer (killed) fails the backup with 
 async function backupInProcess(databasePath: string, args: string[], link?: LinkFile) {
   let stdout = '';
   let stderr = '';
-  const code = await backupCommand(args, (text) => (stdout += text), (text) => (stderr += text), { databasePath, link });
+  const code = await backupCommand(
+    args,
+    (text) => (stdout += text),
+    (text) => (stderr += text),
+    { databasePath, link },
+  );
   return { code, stdout, stderr };
 }
 
 /** `backupCommand` in this process, with `link` in place of the file system's hard link. */
-const backupLinkingWith = (databasePath: string, file: string, link: LinkFile) => backupInProcess(databasePath, [file], link);
+const backupLinkingWith = (databasePath: string, file: string, link: LinkFile) =>
+  backupInProcess(databasePath, [file], link);
 
 /** A link refused as Node refuses one, with `code`; `meanwhile` runs first, as another process could. */
 function refusedLink(code: string, meanwhile: (existing: string, target: string) => void = () => {}): LinkFile {
   return (existing, target) => {
     meanwhile(existing, target);
-    throw Object.assign(new Error(`${code}: refused, link '${existing}' -> '${target}'`), { code, syscall: 'link', path: existing, dest: target });
+    throw Object.assign(new Error(`${code}: refused, link '${existing}' -> '${target}'`), {
+      code,
+      syscall: 'link',
+      path: existing,
+      dest: target,
+    });
   };
 }
 
@@ -239,7 +307,11 @@ for (const code of ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']) {
     const { source, dir } = sourceAndBackupFolder();
     const file = join(dir, 'copy.db');
     const backup = await backupLinkingWith(source, file, refusedLink(code));
-    expect(backup).toEqual({ code: 0, stdout: `backup of ${source} written to ${file} (${statSync(file).size} bytes)\n`, stderr: '' });
+    expect(backup).toEqual({
+      code: 0,
+      stdout: `backup of ${source} written to ${file} (${statSync(file).size} bytes)\n`,
+      stderr: '',
+    });
     expect(readdirSync(dir)).toEqual(['copy.db']);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const copy = new Database(file, { readonly: true });
@@ -251,8 +323,16 @@ for (const code of ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']) {
 test('without links, a FILE that appeared during the copy is refused and left as it was', async () => {
   const { source, dir } = sourceAndBackupFolder();
   const file = join(dir, 'copy.db');
-  const backup = await backupLinkingWith(source, file, refusedLink('EPERM', (_, target) => writeFileSync(target, 'keep me')));
-  expect(backup).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: EEXIST: file already exists, open '${file}'\n` });
+  const backup = await backupLinkingWith(
+    source,
+    file,
+    refusedLink('EPERM', (_, target) => writeFileSync(target, 'keep me')),
+  );
+  expect(backup).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `ev-ingest: backup failed: EEXIST: file already exists, open '${file}'\n`,
+  });
   expect(readdirSync(dir)).toEqual(['copy.db']);
   expect(readFileSync(file, 'utf8')).toBe('keep me');
 });
@@ -260,11 +340,16 @@ test('without links, a FILE that appeared during the copy is refused and left as
 test('a failed rename into place gives up the name it had taken for it too: nothing left behind', async () => {
   const { source, dir } = sourceAndBackupFolder();
   const file = join(dir, 'copy.db');
-  const backup = await backupLinkingWith(source, file, refusedLink('EPERM', (partial) => rmSync(partial)));
+  const backup = await backupLinkingWith(
+    source,
+    file,
+    refusedLink('EPERM', (partial) => rmSync(partial)),
+  );
   expect(backup).toEqual({
     code: 1,
     stdout: '',
-    stderr: 'ev-ingest: backup failed: ENOENT: no such file or directory, ' +
+    stderr:
+      'ev-ingest: backup failed: ENOENT: no such file or directory, ' +
       `rename '${file}.partial-${process.pid}' -> '${file}'\n`,
   });
   expect(readdirSync(dir)).toEqual([]);
@@ -285,7 +370,11 @@ test('a link refused for another reason fails the backup with its message and re
 test('backup takes one FILE: a second is refused with the usage, exit 2, and nothing is written', async () => {
   const { source, dir } = sourceAndBackupFolder();
   const [first, second] = [join(dir, 'first.db'), join(dir, 'second.db')];
-  expect(await backupInProcess(source, [first, second])).toEqual({ code: 2, stdout: '', stderr: `ev-ingest: usage:\n${BACKUP_USAGE}\n` });
+  expect(await backupInProcess(source, [first, second])).toEqual({
+    code: 2,
+    stdout: '',
+    stderr: `ev-ingest: usage:\n${BACKUP_USAGE}\n`,
+  });
   expect(readdirSync(dir)).toEqual([]);
 });
 
@@ -314,8 +403,10 @@ beforeAll(() => {
   large = join(tempDir('ev-ingest-backup-'), 'large.db');
   const db = new Database(large);
   db.run('CREATE TABLE t (x BLOB)');
-  db.run('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) ' +
-      'INSERT INTO t SELECT randomblob(4000) FROM n');
+  db.run(
+    'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) ' +
+      'INSERT INTO t SELECT randomblob(4000) FROM n',
+  );
   db.close();
 });
 
@@ -332,7 +423,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     while (modeOf(`${partial}-journal`) === 0 && child.exitCode === null && Date.now() < deadline) await Bun.sleep(1);
     const modes = [modeOf(partial), modeOf(`${partial}-journal`)];
     child.kill(signal);
-    expect(await finished(child)).toEqual({ code: 1, stdout: '', stderr: `ev-ingest: backup failed: stopped by ${signal}\n` });
+    expect(await finished(child)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `ev-ingest: backup failed: stopped by ${signal}\n`,
+    });
     expect(modes).toEqual([0o600, 0o600]); // both as private as the copy while it is written
     expect(readdirSync(dir)).toEqual([]);
   });

@@ -23,10 +23,31 @@ const FIXED = new Set<string>(Object.values(messages));
 const NAMES_A_FIELD = /^([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])* \S/;
 /** The top-level fields of the contract's request bodies and paths: the path must start with one. */
 const FIELDS = new Set([
-  'installationId', 'samples', 'plannerSentUtc', 'recordedAt', 'date', 'day', 'sohPercent', 'sessionId',
-  'startedAt', 'endedAt', 'energyKwh', 'durationSeconds', 'meteredSeconds', 'chargingLossPercent',
-  'gridEnergyKwh', 'pricePerKwh', 'totalCost', 'startSocPercent', 'endSocPercent', 'lastPower',
-  'curveIntervalMs', 'isDemo', 'curve', 'name', 'pairingId',
+  'installationId',
+  'samples',
+  'plannerSentUtc',
+  'recordedAt',
+  'date',
+  'day',
+  'sohPercent',
+  'sessionId',
+  'startedAt',
+  'endedAt',
+  'energyKwh',
+  'durationSeconds',
+  'meteredSeconds',
+  'chargingLossPercent',
+  'gridEnergyKwh',
+  'pricePerKwh',
+  'totalCost',
+  'startSocPercent',
+  'endSocPercent',
+  'lastPower',
+  'curveIntervalMs',
+  'isDemo',
+  'curve',
+  'name',
+  'pairingId',
 ]);
 const namesAField = (error: string) => FIELDS.has(NAMES_A_FIELD.exec(error)?.[1] ?? '');
 
@@ -46,7 +67,18 @@ const ROUTES: Route[] = [
 ];
 
 const hostileKey = fc.oneof(
-  fc.constantFrom('__proto__', 'constructor', 'prototype', 'installationId', 'samples', 'utc', 'day', 'recordedAt', 'curve', ''),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'prototype',
+    'installationId',
+    'samples',
+    'utc',
+    'day',
+    'recordedAt',
+    'curve',
+    '',
+  ),
   fc.string({ maxLength: 12 }),
 );
 const hostileLeaf = fc.oneof(
@@ -68,7 +100,10 @@ const nearlyValid = fc.record({
   samples: fc.oneof(fc.array(fc.dictionary(hostileKey, hostileLeaf, { maxKeys: 6 }), { maxLength: 5 }), hostileLeaf),
   recordedAt: fc.oneof(fc.constant(1_764_000_000_000), hostileLeaf),
   date: fc.oneof(fc.constant('2026-11-25'), hostileLeaf),
-  day: fc.oneof(fc.record({ km: hostileLeaf, kwh: hostileLeaf, hours: hostileLeaf, socDrop: hostileLeaf }), hostileLeaf),
+  day: fc.oneof(
+    fc.record({ km: hostileLeaf, kwh: hostileLeaf, hours: hostileLeaf, socDrop: hostileLeaf }),
+    hostileLeaf,
+  ),
   startedAt: hostileLeaf,
   endedAt: hostileLeaf,
   energyKwh: hostileLeaf,
@@ -86,7 +121,11 @@ const rawBody = fc.oneof(
   deepNesting,
   fc.uint8Array({ maxLength: 200 }), // invalid UTF-8, NUL bytes
   fc.string({ maxLength: 200, unit: 'binary' }),
-  fc.constantFrom('{"__proto__":{"installationId":"x"}}', `{"installationId":"${INSTALLATION}","samples":[{"utc":1e400}]}`, ''),
+  fc.constantFrom(
+    '{"__proto__":{"installationId":"x"}}',
+    `{"installationId":"${INSTALLATION}","samples":[{"utc":1e400}]}`,
+    '',
+  ),
 );
 
 const pathId = fc.oneof(
@@ -95,11 +134,21 @@ const pathId = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9._-]{1,70}$/),
 );
 
-const query = fc.oneof(fc.constant(''), fc.string({ maxLength: 60 }).map((text) => `?${encodeURIComponent(text)}`), fc.constant(`?code=%00&code=${'x'.repeat(5000)}`));
+const query = fc.oneof(
+  fc.constant(''),
+  fc.string({ maxLength: 60 }).map((text) => `?${encodeURIComponent(text)}`),
+  fc.constant(`?code=%00&code=${'x'.repeat(5000)}`),
+);
 
 const headers = fc.record(
   {
-    'content-type': fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ''),
+    'content-type': fc.constantFrom(
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      '',
+    ),
     'x-forwarded-host': fc.string({ maxLength: 30 }).filter((value) => /^[\x21-\x7e]*$/.test(value)),
   },
   { requiredKeys: [] },
@@ -107,11 +156,20 @@ const headers = fc.record(
 
 const authorization = (route: Route) =>
   fc.oneof(
-    fc.constant(route.token === 'owner' ? `Bearer ${OWNER_TOKEN}` : route.token === 'password' ? `Bearer ${PASSWORD}` : undefined),
+    fc.constant(
+      route.token === 'owner' ? `Bearer ${OWNER_TOKEN}` : route.token === 'password' ? `Bearer ${PASSWORD}` : undefined,
+    ),
     fc.constantFrom(undefined, 'Bearer ', 'Basic abc', `Bearer ${'x'.repeat(43)}`, `bearer ${OWNER_TOKEN}`),
   );
 
-async function check(route: Route, id: string, search: string, body: string | Uint8Array, auth: string | undefined, extra: Record<string, string>) {
+async function check(
+  route: Route,
+  id: string,
+  search: string,
+  body: string | Uint8Array,
+  auth: string | undefined,
+  extra: Record<string, string>,
+) {
   const method = route.method;
   const request = buildRequest(method, route.path(id) + search, {
     token: null,

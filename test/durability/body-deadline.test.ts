@@ -24,7 +24,10 @@ function tricklingRequest(
       onCancel();
     },
   });
-  return { request: new Request(`http://localhost${target.path}`, { method: target.method, body, headers }), cancelled };
+  return {
+    request: new Request(`http://localhost${target.path}`, { method: target.method, body, headers }),
+    cancelled,
+  };
 }
 
 test('a body trickling past the read deadline gets 400 and Connection: close, and its stream cancelled', async () => {
@@ -43,7 +46,9 @@ test('a body of declared length that trickles is cut off by the same deadline', 
 
 test('an oversized body still arriving at the deadline while it is drained is answered too large', async () => {
   const { request, cancelled } = tricklingRequest(20, {}, 2048);
-  const error = await readBody(request, { cap: 1024, drain: limits.bodyDrainBytes, deadlineMs: 300 }).catch((caught: unknown) => caught);
+  const error = await readBody(request, { cap: 1024, drain: limits.bodyDrainBytes, deadlineMs: 300 }).catch(
+    (caught: unknown) => caught,
+  );
   expect(error).toMatchObject({ status: 400, message: 'body is too large', headers: { Connection: 'close' } });
   await cancelled;
 });
@@ -56,7 +61,10 @@ test('a body that arrives within the deadline is read whole', async () => {
       controller.close();
     },
   });
-  const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), { ...ingestBodyBounds, deadlineMs: 1000 });
+  const bytes = await readBody(new Request('http://localhost/x', { method: 'POST', body }), {
+    ...ingestBodyBounds,
+    deadlineMs: 1000,
+  });
   expect(new TextDecoder().decode(bytes)).toBe('{}');
 });
 

@@ -21,7 +21,12 @@ const device = (id: string) => ({ id, installationId: INSTALLATION, name: null, 
 function deviceIds(path: string): Set<string> {
   const db = new Database(path, { readonly: true });
   try {
-    return new Set(db.query<{ id: string }, []>('SELECT id FROM devices').all().map((row) => row.id));
+    return new Set(
+      db
+        .query<{ id: string }, []>('SELECT id FROM devices')
+        .all()
+        .map((row) => row.id),
+    );
   } finally {
     db.close();
   }
@@ -40,23 +45,28 @@ describe('the writer connection', () => {
   test.each([
     ['full', 1],
     ['fast', 0],
-  ] as const)('DURABILITY=%s runs WAL with synchronous=NORMAL on the writer, and %d syncs of its own per commit', async (durability, syncsPerCommit) => {
-    const storage = await openStorage({ databasePath: join(dir, `pragmas-${durability}.db`), durability });
-    try {
-      expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
-      expect(await storage.committer.writerPragma('journal_mode')).toEqual([{ journal_mode: 'wal' }]);
-      await storage.committer.write('insertDevice', device('one'));
-      await storage.committer.write('insertDevice', device('two'));
-      expect(storage.committer.stats).toEqual({ groups: 2, writes: 2, syncs: 2 * syncsPerCommit });
-    } finally {
-      await storage.close();
-    }
-  });
+  ] as const)(
+    'DURABILITY=%s runs WAL with synchronous=NORMAL on the writer, and %d syncs of its own per commit',
+    async (durability, syncsPerCommit) => {
+      const storage = await openStorage({ databasePath: join(dir, `pragmas-${durability}.db`), durability });
+      try {
+        expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
+        expect(await storage.committer.writerPragma('journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+        await storage.committer.write('insertDevice', device('one'));
+        await storage.committer.write('insertDevice', device('two'));
+        expect(storage.committer.stats).toEqual({ groups: 2, writes: 2, syncs: 2 * syncsPerCommit });
+      } finally {
+        await storage.close();
+      }
+    },
+  );
 
   test('the fault seam takes simple pragmas only', async () => {
     const storage = await openStorage({ databasePath: join(dir, 'seam.db'), durability: 'full' });
     try {
-      const refused = await storage.committer.writerPragma('synchronous = OFF; DROP TABLE devices').catch((error: Error) => error.message);
+      const refused = await storage.committer
+        .writerPragma('synchronous = OFF; DROP TABLE devices')
+        .catch((error: Error) => error.message);
       expect(refused).toBe('not a simple pragma: synchronous = OFF; DROP TABLE devices');
       expect(await storage.committer.writerPragma('no_such_pragma')).toEqual([]);
       expect(await storage.committer.writerPragma('synchronous')).toEqual([{ synchronous: 1 }]);
@@ -111,7 +121,11 @@ async function withHeldSyncs(
  * that answered each write (read when it is answered: each group's answers must come in a task of
  * their own, as they do without held syncs).
  */
-async function groupsBehindABusyWriter(path: string, committer: Committer, ticks: string[][]): Promise<Record<string, number>> {
+async function groupsBehindABusyWriter(
+  path: string,
+  committer: Committer,
+  ticks: string[][],
+): Promise<Record<string, number>> {
   const holder = new Database(path);
   holder.run('BEGIN IMMEDIATE');
   const groupOf: Record<string, number> = {};
@@ -119,7 +133,10 @@ async function groupsBehindABusyWriter(path: string, committer: Committer, ticks
   const before = committer.stats.groups;
   try {
     for (const ids of ticks) {
-      for (const id of ids) writes.push(committer.write('insertDevice', device(id)).then(() => (groupOf[id] = committer.stats.groups - before)));
+      for (const id of ids)
+        writes.push(
+          committer.write('insertDevice', device(id)).then(() => (groupOf[id] = committer.stats.groups - before)),
+        );
       await new Promise((resolve) => setImmediate(resolve));
     }
   } finally {
@@ -199,7 +216,10 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     const syncs = heldSyncs();
     const wal = new WalSync(path, syncs.syncFile);
     const first = wal.durable();
-    const queued = wal.durable().then(() => 'synced', (error: Error) => error.name);
+    const queued = wal.durable().then(
+      () => 'synced',
+      (error: Error) => error.name,
+    );
     // Whether a sync's descriptor still names the file (once closed, its number may name another).
     const open = () => {
       try {
@@ -210,7 +230,12 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     };
     let closed = false;
     const closing = wal.close().then(() => (closed = true));
-    expect(await wal.durable().then(() => 'synced', (error: Error) => error.name)).toBe('WalClosedError');
+    expect(
+      await wal.durable().then(
+        () => 'synced',
+        (error: Error) => error.name,
+      ),
+    ).toBe('WalClosedError');
     syncs.calls[0]!.finish();
     await first;
     await waitUntil(() => syncs.calls.length === 2); // the queued caller's last sync
@@ -222,7 +247,7 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     expect(syncs.calls).toHaveLength(2);
   });
 
-  test("WalSync syncs the WAL and its folder on open: a new WAL and commits left unsynced survive a power cut", () => {
+  test('WalSync syncs the WAL and its folder on open: a new WAL and commits left unsynced survive a power cut', () => {
     const folder = join(dir, 'wal-folder');
     mkdirSync(folder);
     writeFileSync(join(folder, 'ev.db-wal'), '');
@@ -254,16 +279,25 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
 
   test('after a failed sync durable() refuses, and no later sync is trusted', async () => {
     await withHeldSyncs('durable-failed', {}, async ({ committer, syncs }) => {
-      const written = committer.write('insertDevice', device('lost')).then(() => 'answered', (error: Error) => error.message);
+      const written = committer.write('insertDevice', device('lost')).then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
       await waitUntil(() => syncs.calls.length === 1);
-      const waiting = committer.durable().then(() => 'durable', (error: Error) => error.message);
+      const waiting = committer.durable().then(
+        () => 'durable',
+        (error: Error) => error.message,
+      );
       syncs.calls[0]!.finish(new Error('EIO'));
       expect(await written).toBe("writer failed: the WAL's sync failed: EIO");
       expect(await waiting).toBe('EIO'); // queued behind the failed sync: refused, not synced again
       expect(syncs.calls).toHaveLength(1);
-      expect(await committer.durable().then(() => 'durable', (error: Error) => error.message)).toBe(
-        "writer failed: the WAL's sync failed: EIO",
-      );
+      expect(
+        await committer.durable().then(
+          () => 'durable',
+          (error: Error) => error.message,
+        ),
+      ).toBe("writer failed: the WAL's sync failed: EIO");
     });
   });
 
@@ -287,7 +321,11 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
     const broken: string[] = [];
     committer.onBroken = (error) => broken.push(error.message);
     const expected = "writer failed: the WAL's sync failed: EIO: i/o error, fdatasync";
-    const failure = (id: string) => committer.write('insertDevice', device(id)).then(() => 'answered', (error: Error) => error.message);
+    const failure = (id: string) =>
+      committer.write('insertDevice', device(id)).then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
     expect(await failure('unsure')).toBe(expected);
     expect(await failure('later')).toBe(expected);
     expect(broken).toEqual([expected]);
@@ -296,7 +334,10 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
 
   test('DURABILITY=fast never syncs the WAL, not even for durable() (the planner asks it at every read)', async () => {
     const syncs = heldSyncs();
-    const { path, committer, stop } = await committerWith('fast-no-sync', { durability: 'fast', syncFile: syncs.syncFile });
+    const { path, committer, stop } = await committerWith('fast-no-sync', {
+      durability: 'fast',
+      syncFile: syncs.syncFile,
+    });
     const other = new Database(path);
     other.run('BEGIN IMMEDIATE'); // holds the write lock: the group stays at the writer, unanswered
     try {
@@ -333,7 +374,12 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
       syncs.calls[1]!.finish();
       await Promise.all([first, second, closing]);
       expect([flushed, closed, broken]).toEqual([['first', 'second'], true, []]);
-      expect(await committer.flush().then(() => 'flushed', (error: Error) => error.message)).toBe('the WAL is closed');
+      expect(
+        await committer.flush().then(
+          () => 'flushed',
+          (error: Error) => error.message,
+        ),
+      ).toBe('the WAL is closed');
     });
   });
 
@@ -358,7 +404,14 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
         letClose();
         const late = committer.flush(); // after the close
         syncs.release();
-        const outcomes = await Promise.all([first, second, third, late].map((flush) => flush.then(() => 'synced', (error: Error) => error.name)));
+        const outcomes = await Promise.all(
+          [first, second, third, late].map((flush) =>
+            flush.then(
+              () => 'synced',
+              (error: Error) => error.name,
+            ),
+          ),
+        );
         await closing;
         expect([outcomes, broken]).toEqual([['synced', 'synced', 'synced', 'WalClosedError'], []]);
       } finally {
@@ -370,7 +423,10 @@ describe('FULL durability: the WAL synced apart from the writer', () => {
   test("one write per group (benchmark baseline) commits and syncs each write itself, as SQLite's FULL", async () => {
     const syncs = heldSyncs();
     const { committer, stop } = await committerWith('lone-commits', { maxGroupWrites: 1, syncFile: syncs.syncFile });
-    await within(Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id)))), 'lone writes, the WAL syncs held');
+    await within(
+      Promise.all(['a', 'b', 'c'].map((id) => committer.write('insertDevice', device(id)))),
+      'lone writes, the WAL syncs held',
+    );
     expect(await committer.writerPragma('synchronous')).toEqual([{ synchronous: 2 }]);
     expect(syncs.calls).toEqual([]);
     expect(committer.stats).toEqual({ groups: 3, writes: 3, syncs: 0 });

@@ -1,6 +1,13 @@
 /** The database's disk full, simulated on the writer's connection (PRAGMA max_page_count: root ignores chmod). */
 import { expect, test } from 'bun:test';
-import { answer, consumptionChunk, countSamples, INSTALLATION, startTestService, type TestService } from '../support.ts';
+import {
+  answer,
+  consumptionChunk,
+  countSamples,
+  INSTALLATION,
+  startTestService,
+  type TestService,
+} from '../support.ts';
 
 // 1 km each, so the lifetime counts the chunks; spread over twelve days.
 const chunk = (index: number) =>
@@ -39,7 +46,9 @@ test('disk full: writes answer 500, a log line names it, reads go on, writes rec
   try {
     const put = (at: number) => service.request('PUT', '/v1/consumption/daily', { body: chunk(at) });
     const { accepted, giveRoomBack } = await fillDiskUntilRefused(service, 204, put);
-    expect(service.log.lines.some((line) => line.includes('request.failed') && line.includes('database or disk is full'))).toBe(true);
+    expect(
+      service.log.lines.some((line) => line.includes('request.failed') && line.includes('database or disk is full')),
+    ).toBe(true);
 
     const history = await answer(await service.request('GET', `/v1/consumption/history/${INSTALLATION}`));
     expect(history.status).toBe(200);
@@ -58,7 +67,13 @@ test('disk full: a telemetry batch is stored whole or not at all, and storing re
   const start = Math.floor(Date.now() / 1000) - 100_000;
   const batch = (index: number) => ({
     installationId: INSTALLATION,
-    samples: Array.from({ length: 20 }, (_, i) => ({ utc: start + index * 20 + i, soc: 50, speed: 80, lat: 48.1, lon: 11.5 })),
+    samples: Array.from({ length: 20 }, (_, i) => ({
+      utc: start + index * 20 + i,
+      soc: 50,
+      speed: 80,
+      lat: 48.1,
+      lon: 11.5,
+    })),
   });
   try {
     const post = (index: number) => service.request('POST', '/v1/telemetry', { body: batch(index) });

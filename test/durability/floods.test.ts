@@ -21,7 +21,11 @@ const sockets: Socket[] = [];
 
 beforeAll(async () => {
   dir = tempDir('ev-ingest-floods-');
-  server = await startBinary(await compiledBinary(), { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(dir, 'db.sqlite') }, dir);
+  server = await startBinary(
+    await compiledBinary(),
+    { INGEST_TOKEN: OWNER_TOKEN, DATABASE_PATH: join(dir, 'db.sqlite') },
+    dir,
+  );
 });
 afterAll(async () => {
   for (const socket of sockets) socket.destroy();
@@ -59,7 +63,7 @@ test('1000 idle connections and 100 clients trickling headers or bodies: health 
       index % 2 === 0
         ? 'POST /v1/telemetry HTTP/1.1\r\nHost: localhost\r\n'
         : 'PUT /v1/consumption/daily HTTP/1.1\r\nHost: localhost\r\n' +
-          `Authorization: Bearer ${OWNER_TOKEN}\r\nContent-Length: 100000\r\n\r\n{`,
+            `Authorization: Bearer ${OWNER_TOKEN}\r\nContent-Length: 100000\r\n\r\n{`,
     ),
   );
   for (let second = 0; second < 3; second++) {
@@ -73,7 +77,13 @@ test('1000 idle connections and 100 clients trickling headers or bodies: health 
 
 test('20 chunked and 20 sized 5 MB uploads at once: each reads its 400, health answers, RSS bounded', async () => {
   const upload5MB = (framing: 'chunked' | 'length') =>
-    upload({ port: Number(server.url.port), path: '/v1/telemetry', token: OWNER_TOKEN, bytes: 5 * 1024 * 1024, framing });
+    upload({
+      port: Number(server.url.port),
+      path: '/v1/telemetry',
+      token: OWNER_TOKEN,
+      bytes: 5 * 1024 * 1024,
+      framing,
+    });
   const uploads = await Promise.all([...Array(20).fill('chunked'), ...Array(20).fill('length')].map(upload5MB));
   // The server drains each body (discarding it) before answering, so no client sees a reset.
   for (const { reply, sent, error } of uploads) {
@@ -107,7 +117,13 @@ test('a 2 MiB upload with a wrong token: the car reads its 401; the connection s
 test('64 MiB uploads are cut off after the drain bound while the server RSS stays flat', async () => {
   const bytes = 64 * 1024 * 1024;
   const upload64MiB = async () => {
-    const { sent } = await upload({ port: Number(server.url.port), path: '/v1/telemetry', token: OWNER_TOKEN, bytes, framing: 'chunked' });
+    const { sent } = await upload({
+      port: Number(server.url.port),
+      path: '/v1/telemetry',
+      token: OWNER_TOKEN,
+      bytes,
+      framing: 'chunked',
+    });
     expect(sent).toBeGreaterThan(limits.bodyBytes + limits.bodyDrainBytes - 64 * 1024);
     expect(sent).toBeLessThan(bytes);
   };

@@ -12,7 +12,11 @@ const ops: Record<string, WriteOp> = {
   mark: (db, id: string) => db.query('INSERT INTO marks (id) VALUES (?)').run(id),
   die: () => process.kill(process.pid, 'SIGKILL'),
 };
-commitGroup(db, ops, [1, 2, 3].map((n) => ({ op: 'mark', args: `first-${n}` })));
+commitGroup(
+  db,
+  ops,
+  [1, 2, 3].map((n) => ({ op: 'mark', args: `first-${n}` })),
+);
 process.stdout.write('first group committed\n');
 commitGroup(db, ops, [
   { op: 'mark', args: 'second-1' },

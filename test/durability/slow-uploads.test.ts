@@ -59,10 +59,20 @@ test.concurrent.each(framings)(
 );
 
 test("a failure escaping the app at `/pair` is answered with the page's strict headers; elsewhere not", async () => {
-  const failing = listen(failingHandlers.throws, { host: '127.0.0.1', port: 0 }, createMemoryLogger(), timeouts, pageHeadersOf);
+  const failing = listen(
+    failingHandlers.throws,
+    { host: '127.0.0.1', port: 0 },
+    createMemoryLogger(),
+    timeouts,
+    pageHeadersOf,
+  );
   try {
     const headersOf = async (path: string) => {
-      const answered = await exchange(failing.port!, (write) => write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`), 9_000);
+      const answered = await exchange(
+        failing.port!,
+        (write) => write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`),
+        9_000,
+      );
       expect(parsedReply(answered).status).toBe('HTTP/1.1 500 Internal Server Error');
       return replyHeaders(answered.reply);
     };
@@ -93,22 +103,18 @@ test.concurrent.each(framings)(
 );
 
 // A new connection's first request head has a fixed 10 s in Bun, whatever idleTimeout says (floods.test.ts).
-test.concurrent(
-  'after an answer, a silent connection or a trickled next head is closed at idle timeout',
-  async () => {
-    const health = 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n';
-    const silent = (write: (data: string) => Promise<boolean>) => write(health);
-    const trickledHead = async (write: (data: string) => Promise<boolean>) => {
-      if (!(await write(`${health}GET /v1/health HTTP/1.1\r\nHost: localhost\r\n`))) return;
-      while (await write('X-Slow: 1\r\n')) await Bun.sleep(250);
-    };
-    // 2 s and Bun's 4 s tick close them by ~6 s; the service's 10 s would not before this 8 s deadline.
-    const closed = await Promise.all([exchange(port, silent, 8_000), exchange(port, trickledHead, 8_000)]);
-    const answeredOnce = { status: 'HTTP/1.1 200 OK', closes: false, body: '{"status":"ok"}', closedByServer: true };
-    expect(closed.map(parsedReply)).toEqual([answeredOnce, answeredOnce]);
-  },
-  20_000,
-);
+test.concurrent('after an answer, a silent connection or a trickled next head is closed at idle timeout', async () => {
+  const health = 'GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n';
+  const silent = (write: (data: string) => Promise<boolean>) => write(health);
+  const trickledHead = async (write: (data: string) => Promise<boolean>) => {
+    if (!(await write(`${health}GET /v1/health HTTP/1.1\r\nHost: localhost\r\n`))) return;
+    while (await write('X-Slow: 1\r\n')) await Bun.sleep(250);
+  };
+  // 2 s and Bun's 4 s tick close them by ~6 s; the service's 10 s would not before this 8 s deadline.
+  const closed = await Promise.all([exchange(port, silent, 8_000), exchange(port, trickledHead, 8_000)]);
+  const answeredOnce = { status: 'HTTP/1.1 200 OK', closes: false, body: '{"status":"ok"}', closedByServer: true };
+  expect(closed.map(parsedReply)).toEqual([answeredOnce, answeredOnce]);
+}, 20_000);
 
 const failingHandlers = {
   rejects: async () => Promise.reject(new Error('handler failed')),
