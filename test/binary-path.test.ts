@@ -2,6 +2,7 @@
 import { expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { finished } from './support.ts';
 
 test('compiledBinary builds with a PATH that has no bun on it', async () => {
   const helper = resolve(import.meta.dir, 'binary.ts');
@@ -9,11 +10,7 @@ test('compiledBinary builds with a PATH that has no bun on it', async () => {
     [process.execPath, '-e', `console.log(await (await import(${JSON.stringify(helper)})).compiledBinary())`],
     { env: { PATH: '/usr/bin:/bin' }, stdout: 'pipe', stderr: 'pipe' },
   );
-  const [code, out, err] = await Promise.all([
-    child.exited,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
+  const { code, stdout: out, stderr: err } = await finished(child);
   expect({ code, err: code === 0 ? '' : err }).toEqual({ code: 0, err: '' });
   expect(existsSync(out.trim())).toBe(true);
 }, 120_000);

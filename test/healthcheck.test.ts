@@ -1,7 +1,7 @@
 /** `ev-ingest healthcheck [URL]` of the compiled binary: 0 on a 200 within 5 s, 1 on anything else, 2 if misused. */
 import { beforeAll, expect, test } from 'bun:test';
 import { compiledBinary, startBinary } from './binary.ts';
-import { consumptionChunk, heldSyncs, OWNER_TOKEN, tempDir, testConfig } from './support.ts';
+import { consumptionChunk, finished, heldSyncs, OWNER_TOKEN, tempDir, testConfig } from './support.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
 
@@ -18,12 +18,7 @@ async function healthcheck(args: string[], env: Record<string, string> = {}) {
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [code, stdout, stderr] = await Promise.all([
-    child.exited,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+  return finished(child);
 }
 
 test('the default URL is HOST:PORT, a wildcard HOST asked on loopback: exit 0 on the ready binary', async () => {

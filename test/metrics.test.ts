@@ -10,7 +10,16 @@ import { serve, type Running } from '../src/server.ts';
 import { compiledBinary, startBinary } from './binary.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
 import { decide, PASSWORD, startPairing, WRONG_PASSWORD } from './pairing-support.ts';
-import { consumptionChunk, INSTALLATION, overSocket, OWNER_TOKEN, tempDir, testConfig, waitUntil } from './support.ts';
+import {
+  consumptionChunk,
+  finished,
+  INSTALLATION,
+  overSocket,
+  OWNER_TOKEN,
+  tempDir,
+  testConfig,
+  waitUntil,
+} from './support.ts';
 
 const PLANNER_TOKEN = 'planner-token-not-for-labels-51f0';
 const LAT = 48.137154;
@@ -197,11 +206,7 @@ describe('a day of traffic', () => {
       stdout: 'pipe',
       stderr: 'pipe',
     });
-    const [code, out, err] = await Promise.all([
-      check.exited,
-      new Response(check.stdout).text(),
-      new Response(check.stderr).text(),
-    ]);
+    const { code, stdout: out, stderr: err } = await finished(check);
     expect({ code, out, err }).toEqual({ code: 0, out: '', err: '' });
   });
 });

@@ -149,12 +149,7 @@ export async function runCommand(
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [code, stdout, stderr] = await Promise.all([
-    child.exited,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+  return finished(child);
 }
 
 /**
@@ -271,4 +266,18 @@ export function countSamples(service: Pick<TestService, 'storage'>, installation
 export async function answer(response: Response): Promise<{ status: number; body: unknown }> {
   const text = await response.text();
   return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+}
+
+/** Waits for a child process to exit; answers its exit code and everything it wrote to stdout and stderr. */
+export async function finished(child: {
+  exited: Promise<number>;
+  stdout: ReadableStream<Uint8Array>;
+  stderr: ReadableStream<Uint8Array>;
+}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
 }

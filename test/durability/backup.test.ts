@@ -22,6 +22,7 @@ import { BACKUP_USAGE, backupCommand, type LinkFile } from '../../src/db/backup.
 import {
   answer,
   consumptionChunk,
+  finished,
   INSTALLATION,
   refusedStart,
   runDevicesCommand,
@@ -49,15 +50,6 @@ function spawnBackup(databasePath: string, file: string, { umask = 0o022, preloa
   });
   process.umask(previous);
   return child;
-}
-
-async function finished(child: ReturnType<typeof spawnBackup>) {
-  const [code, stdout, stderr] = await Promise.all([
-    child.exited,
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
 }
 
 const runBackup = (databasePath: string, file: string, options?: BackupOptions) =>
