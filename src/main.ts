@@ -1,14 +1,14 @@
 #!/usr/bin/env bun
 /** The binary: `ev-ingest` serves; other commands manage the database without the HTTP side. */
-import { helpOrOption, toStderr, toStdout, usage } from './command.ts';
+import { helpOrOption, toStderr, toStdout, usage } from './cli/command.ts';
 import { ConfigError, readServerEnvironment, serveConfig } from './config.ts';
 import { healthcheckCommand, HEALTHCHECK_USAGE } from './cli/healthcheck.ts';
 import { backupCommand, BACKUP_USAGE } from './db/backup.ts';
 import { StorageError } from './db/open.ts';
-import { devicesCommand, DEVICES_USAGE } from './devices/cli.ts';
-import { purgeCommand, PURGE_USAGE } from './deletion/cli.ts';
+import { devicesCommand, DEVICES_USAGE } from './cli/devices.ts';
+import { purgeCommand, PURGE_USAGE } from './cli/purge.ts';
 import { createLogger } from './log.ts';
-import { statusCommand, STATUS_USAGE } from './planner/cli.ts';
+import { statusCommand, STATUS_USAGE } from './cli/status.ts';
 import { exitWhenStopped, serve } from './server.ts';
 import { VERSION } from './version.ts';
 

@@ -5,7 +5,7 @@
  */
 import { existsSync, linkSync, lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../cli/command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
 import { refuseForeignWal } from './open.ts';
 import { createPrivateFile, syncPath, unsupportedByFileSystem } from './private-file.ts';
@@ -122,7 +122,7 @@ function renameOverPlaceholder(partial: string, target: string, leftBehind: Out)
 
 /** Settles when the Worker has copied, or rejects with why not; the Worker ends either way. */
 async function copyOnWorker(request: CopyRequest, stopped: Promise<never>): Promise<void> {
-  const worker = new Worker(workerEntry('backup.worker.ts'));
+  const worker = new Worker(workerEntry('db/backup.worker.ts'));
   const copied = new Promise<void>((resolve, reject) => {
     worker.onmessage = ({ data }: MessageEvent<CopyOutcome>) =>
       data.type === 'copied' ? resolve() : reject(new Error(data.message));
