@@ -4,7 +4,7 @@ import type { Authenticator } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { noContent, ownedBody, pathId } from '../http/ingest.ts';
 import { parseSession } from './model.ts';
-import type { ChargingSessions } from './store.ts';
+import type { ChargingSessions } from './service.ts';
 
 export interface ChargingDeps {
   auth: Authenticator;

@@ -3,7 +3,7 @@ import { Elysia } from 'elysia';
 import type { Authenticator } from '../http/auth.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { noContent, ownedBody, ownedPath } from '../http/ingest.ts';
-import type { Consumption } from './history.ts';
+import type { Consumption } from './service.ts';
 import { parseChunk } from './model.ts';
 
 export interface ConsumptionDeps {

@@ -8,8 +8,8 @@ import { clientAddress, type PeerOf } from '../http/client-address.ts';
 import { handlerReadsBody } from '../http/body.ts';
 import { messages, notFound, tooManyRequests, unauthorized } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
-import type { ApprovalLock } from '../pairing/lock.ts';
-import type { DeviceRegistry } from './registry.ts';
+import type { ApprovalLock } from '../pairing/lockout.ts';
+import type { DeviceRegistry } from './service.ts';
 import { deviceView } from './view.ts';
 
 export interface DeviceRouteDeps {

@@ -5,7 +5,7 @@ import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
 import { ownedBody } from '../http/ingest.ts';
 import type { Logger } from '../log.ts';
 import { isUnknownFieldNote, validateBatch, type Batch } from './model.ts';
-import type { Telemetry } from './samples.ts';
+import type { Telemetry } from './service.ts';
 
 export interface TelemetryDeps {
   auth: Authenticator;
