@@ -38,7 +38,7 @@ const CONNECTIONS = 32;
 const LOAD = { connections: CONNECTIONS, seconds: SECONDS, batchSize: BATCH_SIZE };
 
 /** The commit a revision names, refused when it names none or this checkout's own. */
-async function baseCommit(revision: string): Promise<string> {
+export async function baseCommit(revision: string): Promise<string> {
   const commitOf = async (name: string) => {
     const child = Bun.spawn(['git', 'rev-parse', '--verify', '--quiet', `${name}^{commit}`], {
       cwd: ROOT,
@@ -54,8 +54,8 @@ async function baseCommit(revision: string): Promise<string> {
   return commit;
 }
 
-/** The binary of `revision`, built in a folder of its own from `git archive` (this checkout's node_modules lent). */
-async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
+/** The sources of `revision` in a folder of their own from `git archive`, this checkout's node_modules lent. */
+export async function checkOut(revision: string): Promise<string> {
   const dir = benchDir();
   const archive = Bun.spawn(['sh', '-c', `git archive ${revision} | tar -x -C ${dir}`], {
     cwd: ROOT,
@@ -63,6 +63,12 @@ async function buildRevision(revision: string): Promise<{ binary: string; dir: s
   });
   if ((await archive.exited) !== 0) throw new Error(`git archive ${revision} failed`);
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
+/** The binary of `revision`, built in a folder of its own (`checkOut`). */
+async function buildRevision(revision: string): Promise<{ binary: string; dir: string }> {
+  const dir = await checkOut(revision);
   const build = Bun.spawn(['bun', 'run', 'build'], { cwd: dir, stdout: 'ignore', stderr: 'inherit' });
   if ((await build.exited) !== 0) throw new Error(`bun run build of ${revision} failed`);
   return { binary: join(dir, 'dist', 'ev-ingest'), dir };
