@@ -31,6 +31,7 @@ import { readinessRoutes } from './health/routes.ts';
 import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
+import { namedPeer, type PeerOf } from './http/client-address.ts';
 import { answerError, pathOf } from './http/on-error.ts';
 import { RepeatCounter } from './http/security-log.ts';
 import { limits } from './limits.ts';
@@ -77,6 +78,8 @@ export interface AppOptions {
   readyWaitMs?: number;
   /** How long one count of the samples waiting for the planner stands (`limits.plannerWaitingReuseMs`), for tests. */
   plannerWaitingReuseMs?: number;
+  /** The socket's peer of a request (`SocketPeers` of the listener); without a socket, the peers tests name. */
+  peerOf?: PeerOf;
 }
 
 export function createApp({
@@ -90,6 +93,7 @@ export function createApp({
   bodyReadMs = limits.bodyReadMs,
   readyWaitMs = limits.readyWaitMs,
   plannerWaitingReuseMs = limits.plannerWaitingReuseMs,
+  peerOf = namedPeer,
 }: AppOptions) {
   const metrics = new Metrics();
   // Before the first write, so that the commit histograms count every group the committer does.
@@ -98,7 +102,12 @@ export function createApp({
   devices.load();
   /** The start-up's own writes: serve only once they have committed. */
   const starting = [revokeLeftovers(devices, log)];
-  const badTokens = { repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'), trustProxy: config.trustProxy, log };
+  const badTokens = {
+    repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'),
+    trustProxy: config.trustProxy,
+    peerOf,
+    log,
+  };
   const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
@@ -159,8 +168,8 @@ export function createApp({
     starting.push(endSessionsOfAnotherPassword(storage.db, storage.committer, config.approvalPassword!, log));
     const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
-      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
-      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn, peerOf }))
+      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, peerOf, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     app.use(
       dashboardRoutes({
@@ -170,6 +179,7 @@ export function createApp({
         log,
         crossSites,
         pages: ownerPages(reads, log, now),
+        peerOf,
       }),
     );
   }

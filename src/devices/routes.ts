@@ -4,7 +4,7 @@
  */
 import { Elysia } from 'elysia';
 import { bearerToken, type Authenticator } from '../http/auth.ts';
-import { clientAddress } from '../http/client-address.ts';
+import { clientAddress, type PeerOf } from '../http/client-address.ts';
 import { handlerReadsBody } from '../http/body.ts';
 import { messages, notFound, tooManyRequests, unauthorized } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
@@ -18,16 +18,18 @@ export interface DeviceRouteDeps {
   /** Tells the tokens cars hold, which are refused here without counting as wrong passwords. */
   auth: Pick<Authenticator, 'knows'>;
   trustProxy: boolean;
+  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
+  peerOf?: PeerOf;
   log: Logger;
 }
 
-export function deviceRoutes({ devices, lock, auth, trustProxy, log }: DeviceRouteDeps) {
+export function deviceRoutes({ devices, lock, auth, trustProxy, peerOf, log }: DeviceRouteDeps) {
   /**
    * During a lockout nothing is checked; otherwise every wrong password counts, but none presented and
    * a car's token (the ingest token or a paired car's, sent here by a mistaken app) guess nothing.
    */
   const assertOwner = (request: Request) => {
-    const who = { address: clientAddress(request, trustProxy) };
+    const who = { address: clientAddress(request, trustProxy, peerOf) };
     const seconds = lock.retryAfterSeconds(who);
     if (seconds > 0) throw tooManyRequests(messages.tooManyWrongPasswords, { 'Retry-After': String(seconds) });
     const candidate = bearerToken(request.headers.get('authorization'));
