@@ -1,5 +1,5 @@
 // Checks the docs a reader relies on: every relative link in README.md and docs/ resolves (file and heading),
-// README.md stays a five-minute read, and nothing names documents a clone does not hold.
+// README.md stays a five-minute read, nothing names documents a clone does not hold, no conflict marker is left.
 // Usage: node .ci/check-docs.mjs (from the repository root); exit 1 with one line per problem.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -8,6 +8,9 @@ const README_MAX_LINES = 150;
 // Specs and notes outside the repository: the project's own files state their rules in their own words.
 const FORBIDDEN =
   /\bthe seed\b|\bseed-spec\b|\bseed's\b|\bthe contract\b|\bcontract's\b|contract(-2)?\.md|\.\.\/shared\b|\/work\//i;
+
+// A merge conflict committed unresolved: git writes these at the start of a line, seven characters each.
+const CONFLICT_MARKER = /^(<{7}|={7}|>{7})( |$)/;
 
 const problems = [];
 const markdown = ['README.md', 'CHANGELOG.md', ...filesUnder('docs').filter((file) => file.endsWith('.md'))];
@@ -73,5 +76,6 @@ function checkNames(file) {
     .forEach((line, index) => {
       if (FORBIDDEN.test(line))
         problems.push(`${file}:${index + 1}: names a document outside the repository: ${line.trim()}`);
+      if (CONFLICT_MARKER.test(line)) problems.push(`${file}:${index + 1}: a merge conflict's marker left behind`);
     });
 }
