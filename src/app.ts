@@ -32,6 +32,7 @@ import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { answerError, pathOf } from './http/on-error.ts';
+import { pipeline } from './http/pipeline.ts';
 import { RepeatCounter } from './http/security-log.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -140,6 +141,8 @@ export function createApp({
           lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
         };
   const apiDocument = openApiDocument(apiOperations(pairing !== null));
+  const approval = pairing ? { lock: pairing.lock, auth, trustProxy: config.trustProxy } : undefined;
+  const routePipeline = pipeline({ auth, bodyBounds: ingestBounds, approval });
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
   const app = new Elysia({ handler: { standardHostname: false } })
@@ -148,11 +151,11 @@ export function createApp({
     .get('/v1/health', () => ({ status: 'ok' }))
     .get('/v1/openapi.json', () => apiDocument)
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
-    .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
-    .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: chargingSessions }))
+    .use(telemetryRoutes({ pipeline: routePipeline, telemetry, log, now }))
+    .use(consumptionRoutes({ pipeline: routePipeline, consumption }))
+    .use(chargingRoutes({ pipeline: routePipeline, sessions: chargingSessions }))
     .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })))
-    .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
+    .use(ownerDataRoutes({ pipeline: routePipeline, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
@@ -160,7 +163,7 @@ export function createApp({
     const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
-      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, log }));
+      .use(deviceRoutes({ pipeline: routePipeline, devices, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     app.use(
       dashboardRoutes({
@@ -197,6 +200,8 @@ export function createApp({
   return {
     app,
     auth,
+    /** The route pipeline, for tests that add routes of their own. */
+    pipeline: routePipeline,
     devices,
     pairing,
     planner,

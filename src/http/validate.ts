@@ -8,7 +8,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { isUuid } from '../uuid.ts';
-import { badRequest } from './errors.ts';
+import { badRequest, HttpError } from './errors.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -129,4 +129,27 @@ export function compiledParser<T, Rest extends unknown[] = []>(
 ): (body: JsonObject, ...rest: Rest) => T {
   const compiled = TypeCompiler.Compile(schema);
   return (body, ...rest) => (compiled.Check(body) ? read(body, ...rest) : explain(body, ...rest));
+}
+
+const explainer = Symbol('explainer');
+
+/**
+ * A schema that Elysia checks (a route's `params`), carrying the field-by-field check that words its 400
+ * as the API always has: `explain` throws that 400 for any value the schema refuses.
+ */
+export function explained<T extends TSchema>(schema: T, explain: (value: Record<string, string>) => unknown): T {
+  return Object.assign(schema, { [explainer]: explain });
+}
+
+/** The 400 of a value a route's `explained` schema refused; null when none explains it. */
+export function explainRefusal(schema: unknown, value: unknown): HttpError | null {
+  const explain = (schema as { [explainer]?: (value: unknown) => unknown } | undefined)?.[explainer];
+  if (!explain) return null;
+  try {
+    explain(value);
+  } catch (error) {
+    if (error instanceof HttpError) return error;
+    throw error;
+  }
+  return null;
 }

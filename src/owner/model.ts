@@ -1,8 +1,8 @@
 /** The query parameters of the owner's reads; a bad one is a 400 naming it. */
 import { Type } from '@sinclair/typebox';
-import { SessionIdSchema, SessionSummarySchema, SessionWithCurveSchema } from '../charging/model.ts';
+import { SessionPath, SessionSummarySchema, SessionWithCurveSchema } from '../charging/model.ts';
 import { messages } from '../http/errors.ts';
-import { errorAnswer, ingestErrors, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
+import { errorAnswer, ingestErrors, InstallationPath, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
 import { invalid, uuid } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { ForwardingStatusSchema } from '../planner/model.ts';
@@ -50,7 +50,6 @@ export const installationParam = (query: URLSearchParams): string =>
 export const limitParam = (query: URLSearchParams): number =>
   integerParam(query, 'limit', 1, limits.sessionsPageMax) ?? limits.sessionsPageDefault;
 
-const installationPath = Type.Object({ installationId: Uuid('The installation.') });
 const format = (formats: readonly string[]) =>
   Type.Optional(
     Type.Union(
@@ -133,7 +132,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/charging-sessions/{sessionId}',
     summary: 'Read one charging session with its curve',
     security: 'ingest',
-    pathParams: Type.Object({ sessionId: SessionIdSchema }),
+    pathParams: SessionPath,
     query: Type.Object({ installationId: Uuid('The installation the session belongs to.') }),
     answers: {
       200: {
@@ -150,7 +149,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/telemetry/latest/{installationId}',
     summary: 'Read the newest sample',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     answers: {
       200: {
         description: 'The newest sample by `utc`.',
@@ -172,7 +171,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/telemetry/export/{installationId}',
     summary: 'Export samples as CSV, NDJSON or GPX',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     query: Type.Object({ ...range('Unix seconds, of utc', UTC_MIN, UTC_MAX), format: format(exportFormats.telemetry) }),
     answers: {
       200: file('Every sample of the range, oldest first', ['text/csv', 'application/x-ndjson', 'application/gpx+xml']),
@@ -188,7 +187,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/consumption/export/{installationId}',
     summary: 'Export daily consumption as CSV or NDJSON',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     query: Type.Object({ format: format(exportFormats.consumption) }),
     answers: {
       200: file('Every day with chunks, oldest first', ['text/csv', 'application/x-ndjson']),
@@ -200,7 +199,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/planner/status/{installationId}',
     summary: 'Read whether forwarding to the planner works',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     answers: {
       200: {
         description: 'The forwarding status.',
