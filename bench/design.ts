@@ -6,9 +6,12 @@
  * Then, steadier on a shared machine, the checks alone in-process: a chunk and a session body parsed
  * by the compiled schema against the field-by-field parser of before, alternating.
  *
+ * Each pair is printed with the machine's load average (1 min) after its runs: another session may share it.
+ *
  * Environment: BENCH_BASE (the commit measured against, default main; it must differ from this
  * checkout's), BENCH_SECONDS (per wrk run, default 6), BENCH_ROUNDS (runs of each side, default 5).
  */
+import { loadavg } from 'node:os';
 import { alternate, chunkPutScript, knob, median, telemetryLoad, wrk, type LoadResult } from './lib.ts';
 import { explainSession, parseSession } from '../src/charging/model.ts';
 import { explainChunk, parseChunk } from '../src/consumption/model.ts';
@@ -97,16 +100,21 @@ if (import.meta.main) {
   console.log(`# design: ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`);
   try {
     for (const [name, load] of loads) {
+      const loadAverages: number[] = [];
       const [baseRuns, ourRuns] = await alternate(
         ROUNDS,
         () => load(before.url),
-        () => load(after.url),
+        async () => {
+          const run = await load(after.url);
+          loadAverages.push(loadavg()[0]!);
+          return run;
+        },
       );
       const ratios = ourRuns.map((run, round) => run.requestsPerSecond / baseRuns[round]!.requestsPerSecond);
+      const pairs = ratios.map((ratio, i) => `${(ratio * 100).toFixed(1)} @ load ${loadAverages[i]!.toFixed(2)}`);
       console.log(
         `${name}: ${BASE} ${rates(baseRuns)} /s; this ${rates(ourRuns)} /s; ` +
-          `this vs ${BASE} median ${(median(ratios) * 100).toFixed(1)} % ` +
-          `(pairs: ${ratios.map((ratio) => (ratio * 100).toFixed(1)).join(', ')})`,
+          `this vs ${BASE} median ${(median(ratios) * 100).toFixed(1)} % (pairs: ${pairs.join(', ')})`,
       );
     }
     await checksInProcess();

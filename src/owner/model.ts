@@ -2,7 +2,14 @@
 import { Type } from '@sinclair/typebox';
 import { SessionPath, SessionSummarySchema, SessionWithCurveSchema } from '../charging/model.ts';
 import { messages } from '../http/errors.ts';
-import { errorAnswer, ingestErrors, InstallationPath, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
+import {
+  errorAnswer,
+  ingestErrors,
+  InstallationPath,
+  Uuid,
+  type ApiAnswer,
+  type ApiOperation,
+} from '../http/openapi.ts';
 import { invalid, uuid } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { ForwardingStatusSchema } from '../planner/model.ts';

@@ -44,7 +44,7 @@ type SessionsAsked = { installationId: string; range: StartedRange } & (
   | { kind: 'export'; format: (typeof exportFormats.sessions)[number] }
 );
 
-/** The pipeline's declaration of a read of the installation whose id ends the path; new each time, as Elysia edits it. */
+/** How a read of the installation ending the path declares its pipeline; new each time: Elysia edits it. */
 const pathRead = () =>
   ({ auth: 'ingest', path: 'installationId', params: InstallationPath, owned: installationOfPath }) as const;
 
