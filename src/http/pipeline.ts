@@ -81,7 +81,7 @@ export function pipeline({ auth, bodyBounds, approval }: PipelineDeps) {
     }),
     owned: (read: (parts: RequestParts) => OfInstallation) => ({
       resolve: ({ request, params, body }: { request: Request; params: Record<string, string>; body: unknown }) => {
-        const owned = read({ body: body as JsonObject, params, query: new URL(request.url).searchParams });
+        const owned = read(requestParts(request, params, body as JsonObject));
         // A read is refused in words of its own.
         const refusal = isRead(request) ? messages.readOtherInstallation : messages.otherInstallation;
         assertMayUse(callers.get(request)!, owned.installationId, refusal);
@@ -89,6 +89,17 @@ export function pipeline({ auth, bodyBounds, approval }: PipelineDeps) {
       },
     }),
   });
+}
+
+/** The parts of a request for `owned`; its query parsed only when asked for (no body route asks). */
+function requestParts(request: Request, params: Record<string, string>, body: JsonObject): RequestParts {
+  return {
+    body,
+    params,
+    get query() {
+      return new URL(request.url).searchParams;
+    },
+  };
 }
 
 const isRead = (request: Request) => request.method === 'GET' || request.method === 'HEAD';
