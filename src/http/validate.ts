@@ -5,7 +5,7 @@
  * yes or no; the other functions return the checked value or throw a 400 whose message begins with
  * the value's JSON path (`day.km must be a finite number`).
  */
-import type { TSchema } from '@sinclair/typebox';
+import type { TObject, TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { isUuid } from '../uuid.ts';
 import { badRequest, HttpError } from './errors.ts';
@@ -129,6 +129,35 @@ export function compiledParser<T, Rest extends unknown[] = []>(
 ): (body: JsonObject, ...rest: Rest) => T {
   const compiled = TypeCompiler.Compile(schema);
   return (body, ...rest) => (compiled.Check(body) ? read(body, ...rest) : explain(body, ...rest));
+}
+
+/** The digits of an integer query parameter: at most 16, so that the number is exact. */
+export const QUERY_INTEGER = /^-?\d{1,16}$/;
+
+/**
+ * A query as its schema reads it: the first value of each parameter the schema names; an integer's digits
+ * as a number, anything else left a string for the schema to refuse.
+ */
+export function queryValues(schema: TObject, query: URLSearchParams): JsonObject {
+  const values: JsonObject = {};
+  for (const [name, property] of Object.entries(schema.properties)) {
+    const raw = query.get(name);
+    if (raw !== null) values[name] = property.type === 'integer' && QUERY_INTEGER.test(raw) ? Number(raw) : raw;
+  }
+  return values;
+}
+
+/**
+ * A query parser in the manner of `compiledParser`: a query whose values `schema` accepts is read by `read`;
+ * one it refuses goes to `explain`, the parameter-by-parameter checks, whose 400 names the first bad one.
+ */
+export function compiledQueryParser<T>(
+  schema: TObject,
+  read: (values: JsonObject) => T,
+  explain: (query: URLSearchParams) => T,
+): (query: URLSearchParams) => T {
+  const parse = compiledParser<T, [URLSearchParams]>(schema, read, (_values, query) => explain(query));
+  return (query) => parse(queryValues(schema, query), query);
 }
 
 const explainer = Symbol('explainer');

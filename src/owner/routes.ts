@@ -3,16 +3,21 @@
  * exports and the forwarding status. Tokens as for the ingest routes; answers never cached.
  */
 import { Elysia } from 'elysia';
-import type { ChargingHistory, StartedRange } from '../charging/history.ts';
+import type { ChargingHistory } from '../charging/history.ts';
 import { SessionPath } from '../charging/model.ts';
 import { messages, notFound } from '../http/errors.ts';
 import { InstallationPath } from '../http/openapi.ts';
 import { installationOfPath, type Pipeline, type RequestParts } from '../http/pipeline.ts';
 import type { PlannerStatus } from '../planner/status.ts';
 import type { SampleHistory } from '../telemetry/history.ts';
-import { formatParam, installationParam, limitParam, MS_MAX, MS_MIN, rangeParams, UTC_MAX } from './model.ts';
-import { UTC_MIN } from '../telemetry/fields.ts';
-import { exportFormats, type Export, type OwnerData } from './service.ts';
+import {
+  parseConsumptionExportQuery,
+  parseSessionQuery,
+  parseSessionsQuery,
+  parseTelemetryExportQuery,
+  type SessionsAsked,
+} from './model.ts';
+import type { Export, OwnerData } from './service.ts';
 
 export interface OwnerDataDeps {
   pipeline: Pipeline;
@@ -38,36 +43,18 @@ export function attachment({ contentType, filename, body }: Export): Response {
   return new Response(body, { headers: { ...headers, ...NO_STORE, ...DOWNLOAD_HEADERS } });
 }
 
-/** What `GET /v1/charging-sessions` is asked for: a page of the list, or the export. */
-type SessionsAsked = { installationId: string; range: StartedRange } & (
-  | { kind: 'page'; limit: number; before: string | undefined }
-  | { kind: 'export'; format: (typeof exportFormats.sessions)[number] }
-);
-
 /** How a read of the installation ending the path declares its pipeline; new each time: Elysia edits it. */
 const pathRead = () =>
   ({ auth: 'ingest', path: 'installationId', params: InstallationPath, owned: installationOfPath }) as const;
 
-/** What `GET /v1/charging-sessions` asks for, its query checked (400) in the documented order. */
-function sessionsAsked({ query }: RequestParts): SessionsAsked {
-  const installationId = installationParam(query);
-  const range = rangeParams(query, MS_MIN, MS_MAX);
-  // With a format, every session of the range as one file; without, a page of the JSON list.
-  if (query.has('format'))
-    return { kind: 'export', installationId, range, format: formatParam(query, exportFormats.sessions) };
-  return { kind: 'page', installationId, range, limit: limitParam(query), before: query.get('before') ?? undefined };
-}
-
-// Queries keep their own checks: a `query` schema's coercion would take `1e3`, `0x10` and `` as numbers.
 const telemetryExport = (parts: RequestParts) => ({
   ...installationOfPath(parts),
-  range: rangeParams(parts.query, UTC_MIN, UTC_MAX),
-  format: formatParam(parts.query, exportFormats.telemetry),
+  ...parseTelemetryExportQuery(parts.query),
 });
 
 const consumptionExport = (parts: RequestParts) => ({
   ...installationOfPath(parts),
-  format: formatParam(parts.query, exportFormats.consumption),
+  ...parseConsumptionExportQuery(parts.query),
 });
 
 export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, plannerStatus }: OwnerDataDeps) {
@@ -82,7 +69,7 @@ export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, planne
           return attachment(ownerData.exportStream('sessions', asked.installationId, asked.format, asked.range));
         return json(sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }));
       },
-      { auth: 'ingest', owned: sessionsAsked },
+      { auth: 'ingest', owned: ({ query }: RequestParts) => parseSessionsQuery(query) },
     )
     .get(
       '/v1/charging-sessions/*',
@@ -92,7 +79,7 @@ export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, planne
         auth: 'ingest',
         path: 'sessionId',
         params: SessionPath,
-        owned: ({ query }: RequestParts) => ({ installationId: installationParam(query) }),
+        owned: ({ query }: RequestParts) => parseSessionQuery(query),
       },
     )
     .get(
