@@ -19,7 +19,7 @@ import { Elysia } from 'elysia';
 import { alternate, chunkPutScript, knob, median, telemetryLoad, wrk, type LoadResult } from './lib.ts';
 import { explainSession, parseSession } from '../src/charging/model.ts';
 import { explainChunk, parseChunk } from '../src/consumption/model.ts';
-import type { DeviceRegistry } from '../src/devices/registry.ts';
+import type { DeviceRegistry } from '../src/devices/service.ts';
 import { Authenticator } from '../src/http/auth.ts';
 import { ingestBodyBounds } from '../src/http/body.ts';
 import { answerError } from '../src/http/on-error.ts';

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { Database } from 'bun:sqlite';
 import { join } from 'node:path';
-import { Consumption } from '../src/consumption/history.ts';
+import { Consumption } from '../src/consumption/service.ts';
 import { parseChunk } from '../src/consumption/model.ts';
 import type { Committer } from '../src/db/committer.ts';
 import { embeddedMigrations } from '../src/db/migrations.macro.ts';

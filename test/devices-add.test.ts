@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEVICES_USAGE } from '../src/devices/cli.ts';
+import { DEVICES_USAGE } from '../src/cli/devices.ts';
 import { tokenHash } from '../src/devices/token.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';

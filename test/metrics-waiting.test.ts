@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { createMemoryLogger } from '../src/log.ts';
 import { serve, type Running } from '../src/server.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
 import { INSTALLATION, overSocket, tempDir, testConfig } from './support.ts';
 

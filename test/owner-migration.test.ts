@@ -6,7 +6,7 @@ import { expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { migrate } from '../src/db/migrate.ts';
 import { openDatabase } from '../src/db/open.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { MIGRATIONS, OWNER_DATA } from './owner-support.ts';
 import { INSTALLATION, OTHER_INSTALLATION, tempDir } from './support.ts';
 

@@ -2,10 +2,10 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { pairingBodyBounds } from '../src/http/body.ts';
 import { limits } from '../src/limits.ts';
-import type { DeviceRegistry, PairedDevice } from '../src/devices/registry.ts';
-import { PairingBook } from '../src/pairing/book.ts';
+import type { DeviceRegistry, PairedDevice } from '../src/devices/service.ts';
+import { PairingBook } from '../src/pairing/service.ts';
 import { displayUserCode } from '../src/pairing/code.ts';
-import { ApprovalLock } from '../src/pairing/lock.ts';
+import { ApprovalLock } from '../src/pairing/lockout.ts';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
 import { RepeatCounter } from '../src/http/security-log.ts';
 import { createMemoryLogger } from '../src/log.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { PLANNER_ERROR_BODY } from './fake-planner.ts';
 import { compiledBinary, ownerRequest, startBinary } from './binary.ts';
 import { INSTALLATION, installationNumbered, OTHER_INSTALLATION, OWNER_TOKEN, tempDir, waitUntil } from './support.ts';

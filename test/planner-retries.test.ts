@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, spyOn, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { startFakePlanner, type FakePlanner, type PlannerReply } from './fake-planner.ts';
 import { heldSyncs, INSTALLATION, installationNumbered, waitUntil, type TestService } from './support.ts';
 import {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { EndlessBody, PLANNER_ERROR_BODY } from './fake-planner.ts';
 import { INSTALLATION, installationNumbered, OTHER_INSTALLATION, waitUntil } from './support.ts';
 import {

@@ -4,7 +4,7 @@ import { spyOn } from 'bun:test';
 import type { Config, PlannerConfig } from '../src/config.ts';
 import type { SyncFile } from '../src/db/wal-sync.ts';
 import { after, type PlannerTimers } from '../src/planner/forwarder.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { startFakePlanner, type FakePlanner } from './fake-planner.ts';
 import { startTestService, type TestService } from './support.ts';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { PLANNER_ERROR_BODY } from './fake-planner.ts';
 import {
   answer,

@@ -6,8 +6,8 @@ import { afterEach, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
 import { ConfigError, serveConfig } from '../src/config.ts';
-import type { SampleForwarder } from '../src/telemetry/forwarder.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import type { SampleForwarder } from '../src/telemetry/outbox.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import {
   countSamples,
   INSTALLATION,

@@ -19,7 +19,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { openDatabase, refusalOf, StorageError } from '../src/db/open.ts';
 import { createPrivateFile, createPrivateFolders } from '../src/db/private-file.ts';
 import { pendingSamplesReader } from '../src/planner/store.ts';
-import { PlannerState } from '../src/telemetry/schema.ts';
+import { PlannerState } from '../src/telemetry/table.ts';
 import { openStorage } from '../src/db/storage.ts';
 import { WalSync } from '../src/db/wal-sync.ts';
 import { createMemoryLogger } from '../src/log.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'bun:test';
-import type { OutboxChange, SampleForwarder } from '../src/telemetry/forwarder.ts';
+import type { OutboxChange, SampleForwarder } from '../src/telemetry/outbox.ts';
 import type { SampleField } from '../src/telemetry/fields.ts';
 import { answer, installationNumbered, startTestService, type TestService } from './support.ts';
 

@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia';
 import { noContent, type Pipeline, type RequestParts } from '../http/pipeline.ts';
 import { parseSessionBody, SessionPath, type ChargingSession } from './model.ts';
-import type { ChargingSessions } from './store.ts';
+import type { ChargingSessions } from './service.ts';
 
 export interface ChargingDeps {
   pipeline: Pipeline;

@@ -1,8 +1,7 @@
 import { getTableColumns } from 'drizzle-orm';
-import type { Committer } from '../db/committer.ts';
 import type { WriteOp } from '../db/group.ts';
 import type { ChargingSession } from './model.ts';
-import { chargingSessions } from './schema.ts';
+import { chargingSessions } from './table.ts';
 
 /** Every column of the table, bound by its schema key (`$energyKwh` → `energy_kwh`): one list, the schema's. */
 const columns = Object.entries(getTableColumns(chargingSessions));
@@ -22,19 +21,3 @@ const putChargingSession: WriteOp<ReceivedSession, void> = (db, session) => {
 };
 
 export const chargingWrites = { putChargingSession };
-
-/** The feature's side of the writer: sessions stored once their write commits. */
-export class ChargingSessions {
-  /** Sessions stored since the start (the metrics read it). */
-  stored = 0;
-
-  constructor(
-    private readonly committer: Committer<typeof chargingWrites>,
-    private readonly now: () => number,
-  ) {}
-
-  async put(session: ChargingSession): Promise<void> {
-    await this.committer.write('putChargingSession', { ...session, receivedAt: this.now() });
-    this.stored += 1;
-  }
-}

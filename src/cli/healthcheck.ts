@@ -1,5 +1,5 @@
 /** `ev-ingest healthcheck [URL]`: asks `/v1/ready`; exit 0 on a 200 within 5 s, else 1 (for images without curl). */
-import { helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
+import { helpOrOption, toStderr, toStdout, usage, type Out } from './command.ts';
 import { listenAddress, readEnvironment, type Env } from '../config.ts';
 import { limits } from '../limits.ts';
 

@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia';
 import { InstallationPath } from '../http/openapi.ts';
 import { installationOfPath, noContent, type Pipeline, type RequestParts } from '../http/pipeline.ts';
-import type { Consumption } from './history.ts';
+import type { Consumption } from './service.ts';
 import { parseChunk, type Chunk } from './model.ts';
 
 export interface ConsumptionDeps {

@@ -3,7 +3,7 @@
  * record add zero, and are told apart from days with a record of zero), the lifetime sums, and the state
  * of health by month, from a summary of every stored day gathered in one pass (oldest first).
  */
-import type { ConsumptionDay } from '../consumption/history.ts';
+import type { ConsumptionDay } from '../consumption/service.ts';
 import type { DayValues } from '../consumption/totals.ts';
 
 export const PERIODS = [30, 90, 365] as const;

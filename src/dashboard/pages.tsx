@@ -4,8 +4,8 @@
  * the installations, one installation, its charging sessions, one session, the revoke form and the exports.
  */
 import type { ChargingHistory } from '../charging/history.ts';
-import type { Consumption } from '../consumption/history.ts';
-import type { DeviceRegistry } from '../devices/registry.ts';
+import type { Consumption } from '../consumption/service.ts';
+import type { DeviceRegistry } from '../devices/service.ts';
 import { deviceKey } from '../devices/store.ts';
 import type { Logger } from '../log.ts';
 import { attachment } from '../owner/routes.ts';

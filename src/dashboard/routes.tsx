@@ -12,7 +12,7 @@ import { describeError, HttpError } from '../http/errors.ts';
 import { type CrossSiteLog, isCrossSite } from '../http/origin.ts';
 import type { Logger } from '../log.ts';
 import { lockedText, pageAnswer, pageHeaders, wrongPasswordText, type PageAnswer } from '../pairing/page.tsx';
-import type { Presenter } from '../pairing/lock.ts';
+import type { Presenter } from '../pairing/lockout.ts';
 import { readForm } from '../pairing/routes.tsx';
 import { clearedCookie, sessionCookie, sessionToken } from './cookie.ts';
 import { FORM_TOKEN_FIELD } from './layout.tsx';

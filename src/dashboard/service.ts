@@ -5,11 +5,11 @@
  */
 import type { Database } from 'bun:sqlite';
 import { createHmac, scrypt, timingSafeEqual } from 'node:crypto';
-import type { Consumption } from '../consumption/history.ts';
+import type { Consumption } from '../consumption/service.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
 import { limits } from '../limits.ts';
-import type { ApprovalLock, Lockout, Presenter } from '../pairing/lock.ts';
+import type { ApprovalLock, Lockout, Presenter } from '../pairing/lockout.ts';
 import { newSecret } from '../secret.ts';
 import { summarize, type ConsumptionSummary } from './consumption-view.ts';
 import type { Logger } from '../log.ts';

@@ -1,56 +1,26 @@
 /**
- * `ev-ingest backup FILE`: a consistent copy of the live database, taken on a connection of its own
- * while the server goes on writing. `VACUUM INTO` reads one WAL snapshot (a plain file copy of a WAL
- * database would miss or tear the commits still in the -wal file).
+ * A consistent copy of the live database, taken on a connection of its own while the server goes on
+ * writing. `VACUUM INTO` reads one WAL snapshot (a plain file copy of a WAL database would miss or tear
+ * the commits still in the -wal file).
  */
-import { existsSync, linkSync, lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { commandDatabasePath, helpOrOption, toStderr, toStdout, usage, type Out } from '../command.ts';
 import type { CopyOutcome, CopyRequest } from './backup.worker.ts';
 import { refuseForeignWal } from './open.ts';
 import { createPrivateFile, syncPath, unsupportedByFileSystem } from './private-file.ts';
 import { workerEntry } from './worker-entry.ts';
 
-export const BACKUP_USAGE =
-  '  ev-ingest backup FILE          copy the live database into FILE (which must not exist), server running';
+/** Told a line about the copy: a file it could not remove. */
+type Tell = (text: string) => void;
 
 /** Gives the file `existing` the second name `target`; `linkSync` but for tests of file systems without hard links. */
 export type LinkFile = (existing: string, target: string) => void;
 
-/** What tests put in place of the environment's database and of the file system's hard link. */
-export interface BackupSeams {
-  databasePath?: string;
-  link?: LinkFile;
-}
-
-export async function backupCommand(
-  args: string[],
-  out: Out = toStdout,
-  err: Out = toStderr,
-  { databasePath, link = linkSync }: BackupSeams = {},
-): Promise<number> {
-  const notOperands = helpOrOption(args, BACKUP_USAGE, out, err, { takesFile: true });
-  if (notOperands !== undefined) return notOperands;
-  if (args.length !== 1 || args[0] === '') {
-    return usage(err, BACKUP_USAGE);
-  }
-  const source = databasePath ?? commandDatabasePath(); // read after the usage checks: `--help` needs no configuration
-  const leftBehind: Out = (leftover) => err(`ev-ingest: ${leftover}\n`);
-  try {
-    const bytes = await stoppableBySignal((stopped) => backupDatabase(source, args[0]!, { stopped, leftBehind, link }));
-    out(`backup of ${source} written to ${args[0]} (${bytes} bytes)\n`);
-    return 0;
-  } catch (error) {
-    err(`ev-ingest: backup failed: ${(error as Error).message}\n`);
-    return 1;
-  }
-}
-
-interface BackupRun {
+export interface BackupRun {
   /** Rejects when the backup is to give up. */
   stopped: Promise<never>;
   /** Told of each file it could not remove. */
-  leftBehind: Out;
+  leftBehind: Tell;
   link: LinkFile;
 }
 
@@ -58,7 +28,7 @@ interface BackupRun {
  * Copies `source` into the new file `target`; answers its size. Never overwrites, never leaves a
  * partial file but one it cannot remove, which it tells `leftBehind`; gives up when `stopped` rejects.
  */
-async function backupDatabase(
+export async function backupDatabase(
   source: string,
   target: string,
   { stopped, leftBehind, link }: BackupRun,
@@ -85,7 +55,7 @@ async function backupDatabase(
 }
 
 /** Gives the synced copy `partial` the name `target`, never overwriting it (EEXIST should it appear meanwhile). */
-function putInPlace(partial: string, target: string, link: LinkFile, leftBehind: Out): void {
+function putInPlace(partial: string, target: string, link: LinkFile, leftBehind: Tell): void {
   try {
     link(partial, target);
   } catch (error) {
@@ -110,7 +80,7 @@ const PLACEHOLDER = 'not a backup: ev-ingest backup stopped while putting its co
  * under the final name, never a half backup. A
  * rename after a check instead would overwrite a file made in between (a second backup to that name).
  */
-function renameOverPlaceholder(partial: string, target: string, leftBehind: Out): void {
+function renameOverPlaceholder(partial: string, target: string, leftBehind: Tell): void {
   writeFileSync(target, PLACEHOLDER, { flag: 'wx', mode: 0o600 });
   try {
     renameSync(partial, target);
@@ -122,7 +92,7 @@ function renameOverPlaceholder(partial: string, target: string, leftBehind: Out)
 
 /** Settles when the Worker has copied, or rejects with why not; the Worker ends either way. */
 async function copyOnWorker(request: CopyRequest, stopped: Promise<never>): Promise<void> {
-  const worker = new Worker(workerEntry('backup.worker.ts'));
+  const worker = new Worker(workerEntry('db/backup.worker.ts'));
   const copied = new Promise<void>((resolve, reject) => {
     worker.onmessage = ({ data }: MessageEvent<CopyOutcome>) =>
       data.type === 'copied' ? resolve() : reject(new Error(data.message));
@@ -139,30 +109,14 @@ async function copyOnWorker(request: CopyRequest, stopped: Promise<never>): Prom
   }
 }
 
-/**
- * Runs `work` with SIGTERM and SIGINT turned into a rejection of `stopped`, so that an interrupted
- * backup removes its partial copy as a failed one does; without a listener either signal would end
- * the process at once, leaving it behind.
- */
-async function stoppableBySignal<T>(work: (stopped: Promise<never>) => Promise<T>): Promise<T> {
-  let stop!: (signal: NodeJS.Signals) => void;
-  const stopped = new Promise<never>((_, reject) => (stop = (signal) => reject(new Error(`stopped by ${signal}`))));
-  process.on('SIGTERM', stop).on('SIGINT', stop);
-  try {
-    return await work(stopped);
-  } finally {
-    process.off('SIGTERM', stop).off('SIGINT', stop);
-  }
-}
-
 /** Removes the partial copy and its journal; never throws, so that a failed removal cannot hide why the copy failed. */
-function removePartial(partial: string, leftBehind: Out): void {
+function removePartial(partial: string, leftBehind: Tell): void {
   // The journal is there only when the copy was stopped half-way.
   for (const path of [partial, `${partial}-journal`]) removeIfThere(path, leftBehind);
 }
 
 /** Removes `path` if it is there; tells `leftBehind` rather than throw should that fail. */
-function removeIfThere(path: string, leftBehind: Out): void {
+function removeIfThere(path: string, leftBehind: Tell): void {
   try {
     // Only if there: on a read-only file system even a missing file's removal fails.
     if (lstatSync(path, { throwIfNoEntry: false })) rmSync(path);

@@ -108,6 +108,7 @@ export class Committer<Ops extends WriteOps = WriteOps> {
   static async start(options: CommitterOptions): Promise<Committer> {
     const maxGroupWrites = options.maxGroupWrites ?? limits.groupWritesMax;
     const syncApart = options.durability === 'full' && maxGroupWrites > 1;
+    // Outside db/: the writer's module holds every feature's writes, which the db layer does not import.
     const worker = new Worker(workerEntry('writer.worker.ts'));
     let onError: (event: ErrorEvent) => void = () => {};
     const opened = new Promise<string>((resolve, reject) => {

@@ -1,7 +1,7 @@
 /**
- * Where a Worker's module is. In the compiled binary every module shares the entry's URL and each
- * worker is an entry point of its own (see the build script) below the bundle's root, at `db/<file>`.
+ * Where a Worker's module is, given by its path below src/ (`db/backup.worker.ts`). In the compiled binary
+ * every module shares the entry's URL and each worker is an entry point of its own (see the build script).
  */
-export function workerEntry(file: string): string {
-  return import.meta.url.startsWith('file:///$bunfs/') ? `./db/${file}` : new URL(`./${file}`, import.meta.url).href;
+export function workerEntry(path: string): string {
+  return import.meta.url.startsWith('file:///$bunfs/') ? `./${path}` : new URL(`../${path}`, import.meta.url).href;
 }

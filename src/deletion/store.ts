@@ -6,7 +6,7 @@
  */
 import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
-import { PlannerState, PURGED_PREFIX } from '../telemetry/schema.ts';
+import { PlannerState, PURGED_PREFIX } from '../telemetry/table.ts';
 
 /** The tables keyed by `installation_id` (every feature's but the samples, which are keyed by number). */
 const INSTALLATION_TABLES = [

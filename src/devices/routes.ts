@@ -6,7 +6,7 @@ import { Elysia } from 'elysia';
 import { messages, notFound } from '../http/errors.ts';
 import type { Pipeline } from '../http/pipeline.ts';
 import type { Logger } from '../log.ts';
-import type { DeviceRegistry } from './registry.ts';
+import type { DeviceRegistry } from './service.ts';
 import { deviceView } from './view.ts';
 
 export interface DeviceRouteDeps {

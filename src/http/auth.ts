@@ -1,6 +1,6 @@
 /** Who is calling: the owner's shared token, or a paired car bound to one installation. */
 import { timingSafeEqual } from 'node:crypto';
-import type { DeviceRegistry } from '../devices/registry.ts';
+import type { DeviceRegistry } from '../devices/service.ts';
 import { tokenDigest } from '../devices/token.ts';
 import { clientAddress } from './client-address.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';

@@ -10,7 +10,7 @@ import { assertMayUse, bearerToken, type Authenticator, type Caller } from './au
 import { readBody, readJsonObject, type BodyBounds } from './body.ts';
 import { messages, tooManyRequests, unauthorized } from './errors.ts';
 import type { JsonObject } from './validate.ts';
-import type { ApprovalLock } from '../pairing/lock.ts';
+import type { ApprovalLock } from '../pairing/lockout.ts';
 
 /** The approval password's check, for the owner's device endpoints. */
 export interface ApprovalCheck {

@@ -4,8 +4,8 @@
  */
 import type { Database } from 'bun:sqlite';
 import type { ChargingHistory, SessionSummary, StartedRange } from '../charging/history.ts';
-import type { Consumption, ConsumptionDay } from '../consumption/history.ts';
-import type { DeviceRegistry } from '../devices/registry.ts';
+import type { Consumption, ConsumptionDay } from '../consumption/service.ts';
+import type { DeviceRegistry } from '../devices/service.ts';
 import { SampleHistory, type UtcRange } from '../telemetry/history.ts';
 import type { SampleRow } from '../telemetry/model.ts';
 import {

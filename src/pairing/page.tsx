@@ -6,9 +6,9 @@
 import { createHash } from 'node:crypto';
 import { escapeHtml, type Children } from '@kitajs/html';
 import { limits } from '../limits.ts';
-import type { PairingRequest } from './book.ts';
+import type { PairingRequest } from './service.ts';
 import { displayUserCode } from './code.ts';
-import type { Lockout } from './lock.ts';
+import type { Lockout } from './lockout.ts';
 
 const safeStyle = `
 body{font-family:system-ui,sans-serif;margin:0;padding:1rem;background:#f6f7f9;color:#1b1f24;font-size:1.1rem;

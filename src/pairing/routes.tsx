@@ -14,9 +14,9 @@ import type { RepeatCounter } from '../http/security-log.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
-import type { PairingBook, PairingRequest } from './book.ts';
+import type { PairingBook, PairingRequest } from './service.ts';
 import { displayUserCode, parseUserCode } from './code.ts';
-import type { ApprovalLock, Lockout, Presenter } from './lock.ts';
+import type { ApprovalLock, Lockout, Presenter } from './lockout.ts';
 import { parseDecision, parsePoll, parseStart } from './model.ts';
 import {
   ApprovalPage,

@@ -6,7 +6,7 @@ import type { Database } from 'bun:sqlite';
 import type { WriteOp } from '../db/group.ts';
 import { sampleFieldNames } from '../telemetry/fields.ts';
 import type { SampleRow } from '../telemetry/model.ts';
-import { PlannerState, PURGED_PREFIX } from '../telemetry/schema.ts';
+import { PlannerState, PURGED_PREFIX } from '../telemetry/table.ts';
 
 // The literal state (not a parameter) lets SQLite match the partial index `samples_planner_pending`.
 const PENDING = `planner_state = ${PlannerState.pending}`;

@@ -7,7 +7,7 @@ import { isoOrNull } from '../clock.ts';
 import { limits } from '../limits.ts';
 import { sampleFieldNames, type SampleFieldName } from './fields.ts';
 import type { SampleRow } from './model.ts';
-import { PURGED_PREFIX } from './schema.ts';
+import { PURGED_PREFIX } from './table.ts';
 
 /** A range of `utc` (seconds), both ends included; an absent end is open. */
 export interface UtcRange {

@@ -3,7 +3,7 @@ import { Elysia } from 'elysia';
 import type { Pipeline, RequestParts } from '../http/pipeline.ts';
 import type { Logger } from '../log.ts';
 import { isUnknownFieldNote, validateBatch, type Batch } from './model.ts';
-import type { Telemetry } from './samples.ts';
+import type { Telemetry } from './service.ts';
 
 export interface TelemetryDeps {
   pipeline: Pipeline;

@@ -5,7 +5,7 @@ import type { GroupEnd, WriteOp } from '../db/group.ts';
 import { sqliteCode } from '../db/open.ts';
 import { sampleFieldNames, sampleFields } from './fields.ts';
 import type { SampleRow } from './model.ts';
-import { PlannerState } from './schema.ts';
+import { PlannerState } from './table.ts';
 
 /** A batch's write as it crosses to the writer: one plain `ArrayBuffer`, which `postMessage` clones fastest. */
 export interface SampleWrite {

@@ -18,7 +18,8 @@ import {
   writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { BACKUP_USAGE, backupCommand, type LinkFile } from '../../src/db/backup.ts';
+import { BACKUP_USAGE, backupCommand } from '../../src/cli/backup.ts';
+import type { LinkFile } from '../../src/db/backup.ts';
 import {
   answer,
   consumptionChunk,

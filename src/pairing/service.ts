@@ -3,7 +3,7 @@
  * device authorization grant (RFC 8628): pending → approving → approved → collected once, or denied, or
  * expired. The devices a restart leaves uncollected are revoked at the next start (`revokeLeftovers`).
  */
-import type { DeviceRegistry, PairedDevice } from '../devices/registry.ts';
+import type { DeviceRegistry, PairedDevice } from '../devices/service.ts';
 import { NO_PEER } from '../http/client-address.ts';
 import { messages, tooManyRequests } from '../http/errors.ts';
 import { RepeatCounter } from '../http/security-log.ts';

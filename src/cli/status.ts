@@ -3,9 +3,9 @@
  * DATABASE_PATH without the HTTP side (beside a running server too). Whether the server forwards, and
  * when it tries next, only the running server knows: its `GET /v1/planner/status/{id}` says.
  */
-import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
-import { storedStatus, type ForwardingStatus, type LastFailure } from './status.ts';
-import { everyPlannerStatus } from './store.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from './command.ts';
+import { storedStatus, type ForwardingStatus, type LastFailure } from '../planner/status.ts';
+import { everyPlannerStatus } from '../planner/store.ts';
 
 export const STATUS_USAGE =
   '  ev-ingest status               forwarding to the planner, one line per installation: samples\n' +

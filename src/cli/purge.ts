@@ -3,12 +3,12 @@
  * sessions, devices, forwarding facts), beside a running server too, which forgets what it holds of
  * the installation within a second (deletion/service.ts). Asks for the id typed again, or `--yes`.
  */
-import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from './command.ts';
 import type { Committer } from '../db/committer.ts';
 import { limits } from '../limits.ts';
 import { isUuid } from '../uuid.ts';
-import { yieldWriter } from './retention.ts';
-import { detachedInstallations, type deletionWrites } from './store.ts';
+import { yieldWriter } from '../deletion/retention.ts';
+import { detachedInstallations, type deletionWrites } from '../deletion/store.ts';
 
 export const PURGE_USAGE = `  ev-ingest purge ID [--yes]     delete every row of an installation (samples, consumption,
                                  sessions, devices, forwarding facts); asks for the id again unless --yes`;

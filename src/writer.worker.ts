@@ -5,10 +5,10 @@
  * (wal-sync.ts), so the writer waits for the disk only during checkpoints.
  */
 import type { Database } from 'bun:sqlite';
-import { commitGroup } from './group.ts';
-import { databaseFile, openDatabase } from './open.ts';
-import type { ToWriter } from './protocol.ts';
-import { writeOps } from '../writes.ts';
+import { commitGroup } from './db/group.ts';
+import { databaseFile, openDatabase } from './db/open.ts';
+import type { ToWriter } from './db/protocol.ts';
+import { writeOps } from './writes.ts';
 
 declare const self: Worker;
 

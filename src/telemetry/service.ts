@@ -1,6 +1,6 @@
 /** The telemetry feature's state: storing a batch's samples, then telling the forwarder what changed. */
 import type { Committer } from '../db/committer.ts';
-import type { SampleForwarder } from './forwarder.ts';
+import type { SampleForwarder } from './outbox.ts';
 import type { Batch, DropReason } from './model.ts';
 import { sampleWrite, type telemetryWrites } from './store.ts';
 

@@ -1,7 +1,7 @@
 /** What the binary's commands (`devices`, `backup`) share: where they write and which database they use. */
 import { existsSync } from 'node:fs';
-import { databasePath, readEnvironment } from './config.ts';
-import { openStorage, type Storage } from './db/storage.ts';
+import { databasePath, readEnvironment } from '../config.ts';
+import { openStorage, type Storage } from '../db/storage.ts';
 
 export type Out = (text: string) => void;
 

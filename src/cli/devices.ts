@@ -4,14 +4,14 @@
  * (OVMS, a script) still gets a token. A running server sees the change within a second
  * (DeviceRegistry.watch).
  */
-import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from '../command.ts';
+import { helpOrOption, toStderr, toStdout, usage, withCommandStorage, type Out } from './command.ts';
 import type { Storage } from '../db/storage.ts';
 import { optional, uuid } from '../http/validate.ts';
 import { deviceName } from '../pairing/model.ts';
 import { newSecret } from '../secret.ts';
-import { listDevices } from './store.ts';
-import { tokenHash } from './token.ts';
-import { deviceView, type DeviceView } from './view.ts';
+import { listDevices } from '../devices/store.ts';
+import { tokenHash } from '../devices/token.ts';
+import { deviceView, type DeviceView } from '../devices/view.ts';
 
 export const DEVICES_USAGE = `\
   ev-ingest devices list         list paired devices, newest first: id, installation, name, times
