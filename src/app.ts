@@ -31,6 +31,7 @@ import { readinessRoutes } from './health/routes.ts';
 import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
+import { namedPeer, type PeerOf } from './http/client-address.ts';
 import { answerError, pathOf } from './http/on-error.ts';
 import { pipeline } from './http/pipeline.ts';
 import { RepeatCounter } from './http/security-log.ts';
@@ -78,6 +79,8 @@ export interface AppOptions {
   readyWaitMs?: number;
   /** How long one count of the samples waiting for the planner stands (`limits.plannerWaitingReuseMs`), for tests. */
   plannerWaitingReuseMs?: number;
+  /** The socket's peer of a request (`SocketPeers` of the listener); without a socket, the peers tests name. */
+  peerOf?: PeerOf;
 }
 
 export function createApp({
@@ -91,6 +94,7 @@ export function createApp({
   bodyReadMs = limits.bodyReadMs,
   readyWaitMs = limits.readyWaitMs,
   plannerWaitingReuseMs = limits.plannerWaitingReuseMs,
+  peerOf = namedPeer,
 }: AppOptions) {
   const metrics = new Metrics();
   // Before the first write, so that the commit histograms count every group the committer does.
@@ -99,7 +103,12 @@ export function createApp({
   devices.load();
   /** The start-up's own writes: serve only once they have committed. */
   const starting = [revokeLeftovers(devices, log)];
-  const badTokens = { repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'), trustProxy: config.trustProxy, log };
+  const badTokens = {
+    repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'),
+    trustProxy: config.trustProxy,
+    peerOf,
+    log,
+  };
   const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
@@ -141,7 +150,7 @@ export function createApp({
           lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
         };
   const apiDocument = openApiDocument(apiOperations(pairing !== null));
-  const approval = pairing ? { lock: pairing.lock, auth, trustProxy: config.trustProxy } : undefined;
+  const approval = pairing ? { lock: pairing.lock, auth, trustProxy: config.trustProxy, peerOf } : undefined;
   const routePipeline = pipeline({ auth, bodyBounds: ingestBounds, approval });
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
@@ -162,7 +171,7 @@ export function createApp({
     starting.push(endSessionsOfAnotherPassword(storage.db, storage.committer, config.approvalPassword!, log));
     const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
-      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn }))
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn, peerOf }))
       .use(deviceRoutes({ pipeline: routePipeline, devices, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     app.use(
@@ -173,6 +182,7 @@ export function createApp({
         log,
         crossSites,
         pages: ownerPages(reads, log, now),
+        peerOf,
       }),
     );
   }

@@ -7,7 +7,7 @@ import { warnAboutExposure } from './exposure.ts';
 import { databaseFile } from './db/open.ts';
 import { openStorage, withStorage, type Storage, type StorageOptions } from './db/storage.ts';
 import { holdOpenWhileDraining } from './http/body.ts';
-import { recordPeer } from './http/client-address.ts';
+import { recordPeer, SocketPeers } from './http/client-address.ts';
 import { errorResponse, messages } from './http/errors.ts';
 import { internalError, pathOf, type PathHeaders } from './http/on-error.ts';
 import { limits, type ClientTimeouts } from './limits.ts';
@@ -47,8 +47,9 @@ export async function serve(
   });
   const { bodyReadMs } = timeouts;
   const { readyWaitMs, plannerWaitingReuseMs } = config;
+  const peers = new SocketPeers();
   const service = await withStorage(storage, () =>
-    createApp({ config, storage, log, bodyReadMs, readyWaitMs, plannerWaitingReuseMs }),
+    createApp({ config, storage, log, bodyReadMs, readyWaitMs, plannerWaitingReuseMs, peerOf: peers.of }),
   );
   await service.ready;
   service.devices.watch();
@@ -61,6 +62,7 @@ export async function serve(
   try {
     const observe = requestObserver(service, config);
     server = listen(service.app.fetch, config, log, timeouts, service.listenerHeaders, observe);
+    peers.listening(server);
   } catch (error) {
     await closeService(service, storage);
     throw new ConfigError(`cannot listen on HOST ${config.host} PORT ${config.port}: ${(error as Error).message}`);
@@ -260,15 +262,15 @@ export function listen(
       try {
         // RFC 9112 §3.2: more than one Host line is a 400; Bun joins them with a comma, which no host holds.
         if (request.headers.get('host')?.includes(',')) return hostRefused();
-        // Asked of the request Bun made: a request rebuilt below has no socket, and would count under no address.
-        const peer = server.requestIP(request)?.address;
         if (!URL.canParse(request.url)) {
           // RFC 9112 §3.2: a Host no URL can hold (`a b`, empty, `a:b:c`) is a 400, before the app parses the url.
           if (request.headers.has('host')) return hostRefused();
-          // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in.
-          request = new Request(new URL(request.url, server.url).href, request);
+          // HTTP/1.0 needs no Host (a load balancer's health check): the listening address stands in. The
+          // rebuilt request has no socket, so its peer is named now, asked of the request Bun made.
+          const peer = server.requestIP(request)?.address;
+          request = recordPeer(new Request(new URL(request.url, server.url).href, request), peer);
         }
-        const response = handle(recordPeer(request, peer));
+        const response = handle(request);
         const answered = (response: Response) => {
           const held = holdOpenWhileDraining(request, response);
           return held instanceof Promise ? held.then(logged, failed) : logged(held);

@@ -7,7 +7,7 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { clientAddress } from '../http/client-address.ts';
+import { clientAddress, type PeerOf } from '../http/client-address.ts';
 import { describeError, HttpError } from '../http/errors.ts';
 import { type CrossSiteLog, isCrossSite } from '../http/origin.ts';
 import type { Logger } from '../log.ts';
@@ -39,6 +39,8 @@ export interface DashboardDeps {
   crossSites: CrossSiteLog['repeats'];
   /** The pages behind the sign-in, given the signed-in session. */
   pages: SignedInRoutes;
+  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
+  peerOf?: PeerOf;
 }
 
 /** A page handler behind the sign-in: the request, the session, the route's parameters. */
@@ -74,10 +76,12 @@ type Handler = (
   params: Record<string, string>,
 ) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
-export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites, pages }: DashboardDeps) {
-  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log };
+export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites, pages, peerOf }: DashboardDeps) {
+  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log, peerOf };
   /** Who signs in: the client's address (no session yet), as the lockout counts it. */
-  const presenterOf = (request: Request): Presenter => ({ address: clientAddress(request, config.trustProxy) });
+  const presenterOf = (request: Request): Presenter => ({
+    address: clientAddress(request, config.trustProxy, peerOf),
+  });
 
   const signInPage = (status: number, notice?: string, headers?: Record<string, string>) =>
     pageAnswer(status, <SignInPage notice={notice} />, headers);

@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { clientAddress } from './client-address.ts';
+import { clientAddress, type PeerOf } from './client-address.ts';
 import type { RepeatCounter } from './security-log.ts';
 
 type OriginConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
@@ -13,6 +13,8 @@ type OriginConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
 export interface CrossSiteLog {
   repeats: RepeatCounter;
   log: Logger;
+  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
+  peerOf?: PeerOf;
 }
 
 /** Why a request is taken for another site's: what the browser said, and the host the service expected. */
@@ -55,9 +57,10 @@ function ownHostAndOrigin(request: Request, { trustProxy }: OriginConfig) {
   return { origin: origin === null ? null : hostOf(origin), expected: hostOf(requestOrigin(request, trustProxy)) };
 }
 
-function logged(found: CrossSite | null, request: Request, config: OriginConfig, { repeats, log }: CrossSiteLog) {
+function logged(found: CrossSite | null, request: Request, config: OriginConfig, crossSiteLog: CrossSiteLog) {
   if (found === null) return false;
-  const address = clientAddress(request, config.trustProxy);
+  const { repeats, log, peerOf } = crossSiteLog;
+  const address = clientAddress(request, config.trustProxy, peerOf);
   const count = repeats.due(address);
   if (count !== null) log.warn('pairing.cross_site', { ...found, address, count });
   return true;

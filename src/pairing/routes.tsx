@@ -7,7 +7,7 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, readBody, readJsonObject, type BodyBounds } from '../http/body.ts';
-import { clientAddress, coarseAddress } from '../http/client-address.ts';
+import { clientAddress, coarseAddress, type PeerOf } from '../http/client-address.ts';
 import { badRequest, describeError, forbidden, HttpError, messages } from '../http/errors.ts';
 import { isCrossSite, isFetchedCrossSite, type CrossSiteLog } from '../http/origin.ts';
 import type { RepeatCounter } from '../http/security-log.ts';
@@ -57,6 +57,8 @@ export interface PairingDeps {
   crossSites: RepeatCounter;
   /** Whether a request carries a signed-in dashboard's cookie: the backstop spares it. */
   signedIn: (request: Request) => boolean;
+  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
+  peerOf?: PeerOf;
 }
 
 type PageHandler = (request: Request) => PageAnswer | Promise<PageAnswer>;
@@ -68,17 +70,20 @@ interface PageContext {
 }
 
 export function pairingRoutes(deps: PairingDeps) {
-  const { book, config, bodyBounds, log, crossSites } = deps;
-  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log };
+  const { book, config, bodyBounds, log, crossSites, peerOf } = deps;
+  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log, peerOf };
   return new Elysia({ name: 'pairing' })
     .use(carRoutes(book, config, bodyBounds, crossSiteLog))
     .use(pageRoutes(deps, crossSiteLog));
 }
 
 /** The owner's approval page. */
-function pageRoutes({ book, lock, config, bodyBounds, log, signedIn }: PairingDeps, crossSiteLog: CrossSiteLog) {
+function pageRoutes(
+  { book, lock, config, bodyBounds, log, signedIn, peerOf }: PairingDeps,
+  crossSiteLog: CrossSiteLog,
+) {
   const presenterOf = (request: Request): Presenter => ({
-    address: clientAddress(request, config.trustProxy),
+    address: clientAddress(request, config.trustProxy, peerOf),
     session: signedIn(request),
   });
 
@@ -176,7 +181,8 @@ function carRoutes(
         '/v1/pair/start',
         async ({ request }) => {
           const { installationId, name } = parseStart(await readJsonObject(request, bodyBounds));
-          const pairing = await book.start(installationId, name, clientAddress(request, config.trustProxy));
+          const address = clientAddress(request, config.trustProxy, crossSiteLog.peerOf);
+          const pairing = await book.start(installationId, name, address);
           const userCode = displayUserCode(pairing.userCode);
           return {
             pairingId: pairing.pairingId,
