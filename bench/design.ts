@@ -3,15 +3,29 @@
  * chunk PUTs and POST /v1/telemetry in 10- and 100-sample batches against the binary of a base commit
  * and of this checkout, alternating in one run. Run: `bun bench/design.ts` (or `bun run bench`).
  *
- * Then, steadier on a shared machine, the checks alone in-process: a chunk and a session body parsed
- * by the compiled schema against the field-by-field parser of before, alternating.
+ * Then, steadier on a shared machine, in-process: the pipeline alone (token, capped read, checks, ownership; no
+ * store) as the base commit's handler wrappers and as this checkout's macros, through `app.handle`; and the checks
+ * alone: a chunk and a session body parsed by the compiled schema against the field-by-field parser of before.
+ *
+ * Each pair is printed with the machine's load average (1 min) after its runs: another session may share it.
  *
  * Environment: BENCH_BASE (the commit measured against, default main; it must differ from this
  * checkout's), BENCH_SECONDS (per wrk run, default 6), BENCH_ROUNDS (runs of each side, default 5).
  */
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Elysia } from 'elysia';
 import { alternate, chunkPutScript, knob, median, telemetryLoad, wrk, type LoadResult } from './lib.ts';
 import { explainSession, parseSession } from '../src/charging/model.ts';
 import { explainChunk, parseChunk } from '../src/consumption/model.ts';
+import type { DeviceRegistry } from '../src/devices/service.ts';
+import { Authenticator } from '../src/http/auth.ts';
+import { ingestBodyBounds } from '../src/http/body.ts';
+import { answerError } from '../src/http/on-error.ts';
+import { noContent, pipeline, type RequestParts } from '../src/http/pipeline.ts';
+import { createMemoryLogger } from '../src/log.ts';
+import { validateBatch } from '../src/telemetry/model.ts';
 import { startBaseAndThis } from './strangers.ts';
 
 const BASE = process.env.BENCH_BASE || 'main';
@@ -90,25 +104,127 @@ async function checksInProcess(): Promise<void> {
   }
 }
 
+const PIPELINE_REQUESTS = 20_000;
+const TOKEN = 'bench-ingest-token-0123456789abcdef';
+
+/** A telemetry batch of `size` samples, each with a few fields. */
+const batchOf = (size: number) =>
+  JSON.stringify({
+    installationId: INSTALLATION,
+    samples: Array.from({ length: size }, (_, i) => ({ utc: 1_764_090_000 + i, soc: 50.5, power: -3.2, speed: 88 })),
+  });
+
+/** The routes of the pipeline comparison: what each declares, with a handler that stores nothing. */
+const pipelineRoutes = [
+  { name: 'chunk PUT', method: 'PUT', path: '/v1/consumption/daily', body: JSON.stringify(chunk) },
+  { name: 'telemetry, 10 samples', method: 'POST', path: '/v1/telemetry', body: batchOf(10) },
+  { name: 'telemetry, 100 samples', method: 'POST', path: '/v1/telemetry', body: batchOf(100) },
+] as const;
+
+const readChunk = ({ body }: RequestParts) => parseChunk(body);
+const readBatch = ({ body }: RequestParts) => validateBatch(body, Date.now());
+
+/** This checkout's pipeline: the macros. */
+function macroApp(auth: Authenticator) {
+  return new Elysia()
+    .onError(answerError(createMemoryLogger()))
+    .use(pipeline({ auth, bodyBounds: ingestBodyBounds }))
+    .put('/v1/consumption/daily', () => noContent(), { auth: 'ingest', owned: readChunk })
+    .post('/v1/telemetry', () => noContent(), { auth: 'ingest', owned: readBatch });
+}
+
+/** The base commit's pipeline: its handler wrappers (`ownedBody` of src/http/ingest.ts), from its own tree. */
+async function wrapperApp(auth: Authenticator, baseDir: string) {
+  const { ownedBody } = await import(join(baseDir, 'src/http/ingest.ts'));
+  const parseNone = { parse: 'none' } as const;
+  return new Elysia()
+    .onError(answerError(createMemoryLogger()))
+    .put('/v1/consumption/daily', ownedBody(auth, ingestBodyBounds, parseChunk, noContent), parseNone)
+    .post(
+      '/v1/telemetry',
+      ownedBody(auth, ingestBodyBounds, (body: never) => validateBatch(body, Date.now()), noContent),
+      parseNone,
+    );
+}
+
+/** Microseconds per request of `route` through `app.handle`; a failed request ends the run. */
+async function microsPerRequest(app: Pick<Elysia, 'handle'>, route: (typeof pipelineRoutes)[number]) {
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  const started = performance.now();
+  for (let i = 0; i < PIPELINE_REQUESTS; i += 1) {
+    const response = await app.handle(
+      new Request(`http://localhost${route.path}`, { method: route.method, headers, body: route.body }),
+    );
+    if (response.status !== 204) throw new Error(`${route.name}: ${response.status} ${await response.text()}`);
+  }
+  return ((performance.now() - started) / PIPELINE_REQUESTS) * 1000;
+}
+
+/** The pipeline of the base commit against this checkout's, in one process, alternating. */
+async function pipelineInProcess(commit: string): Promise<void> {
+  const baseDir = mkdtempSync(join(tmpdir(), 'ev-bench-pipeline-'));
+  try {
+    const archive = Bun.spawn(['sh', '-c', `git archive ${commit} src | tar -x -C ${baseDir}`], { stderr: 'inherit' });
+    if ((await archive.exited) !== 0) throw new Error(`git archive ${commit} failed`);
+    symlinkSync(join(import.meta.dir, '..', 'node_modules'), join(baseDir, 'node_modules'));
+    const noDevices = { find: () => undefined, seen: () => {} } as unknown as DeviceRegistry;
+    const auth = new Authenticator(TOKEN, noDevices);
+    const [wrappers, macros] = [await wrapperApp(auth, baseDir), macroApp(auth)];
+    for (const route of pipelineRoutes) {
+      await microsPerRequest(wrappers, route); // warm-up
+      await microsPerRequest(macros, route);
+      const loadAverages: number[] = [];
+      const [baseRuns, ourRuns] = await alternate(
+        ROUNDS,
+        () => microsPerRequest(wrappers, route),
+        async () => {
+          const micros = await microsPerRequest(macros, route);
+          loadAverages.push(loadavg()[0]!);
+          return micros;
+        },
+      );
+      const ratios = ourRuns.map((micros, round) => micros / baseRuns[round]!);
+      const pairs = ratios.map((ratio, i) => `${(ratio * 100).toFixed(1)} @ load ${loadAverages[i]!.toFixed(2)}`);
+      console.log(
+        `in-process pipeline, ${route.name}: wrappers ${median(baseRuns).toFixed(2)} µs, ` +
+          `macros ${median(ourRuns).toFixed(2)} µs a request; time of this vs ${BASE} median ` +
+          `${(median(ratios) * 100).toFixed(1)} % (pairs: ${pairs.join(', ')})`,
+      );
+    }
+  } finally {
+    rmSync(baseDir, { recursive: true, force: true });
+  }
+}
+
 const rates = (runs: LoadResult[]) => runs.map((run) => Math.round(run.requestsPerSecond)).join(', ');
 
 if (import.meta.main) {
+  if (process.env.BENCH_PIPELINE_ONLY) {
+    await pipelineInProcess(BASE);
+    process.exit(0);
+  }
   const { before, after, stop } = await startBaseAndThis(BASE);
   console.log(`# design: ${BASE} vs this checkout, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds`);
   try {
     for (const [name, load] of loads) {
+      const loadAverages: number[] = [];
       const [baseRuns, ourRuns] = await alternate(
         ROUNDS,
         () => load(before.url),
-        () => load(after.url),
+        async () => {
+          const run = await load(after.url);
+          loadAverages.push(loadavg()[0]!);
+          return run;
+        },
       );
       const ratios = ourRuns.map((run, round) => run.requestsPerSecond / baseRuns[round]!.requestsPerSecond);
+      const pairs = ratios.map((ratio, i) => `${(ratio * 100).toFixed(1)} @ load ${loadAverages[i]!.toFixed(2)}`);
       console.log(
         `${name}: ${BASE} ${rates(baseRuns)} /s; this ${rates(ourRuns)} /s; ` +
-          `this vs ${BASE} median ${(median(ratios) * 100).toFixed(1)} % ` +
-          `(pairs: ${ratios.map((ratio) => (ratio * 100).toFixed(1)).join(', ')})`,
+          `this vs ${BASE} median ${(median(ratios) * 100).toFixed(1)} % (pairs: ${pairs.join(', ')})`,
       );
     }
+    await pipelineInProcess(BASE);
     await checksInProcess();
   } finally {
     await stop();

@@ -33,6 +33,7 @@ import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
 import { namedPeer, type PeerOf } from './http/client-address.ts';
 import { answerError, pathOf } from './http/on-error.ts';
+import { pipeline } from './http/pipeline.ts';
 import { RepeatCounter } from './http/security-log.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './log.ts';
@@ -149,6 +150,8 @@ export function createApp({
           lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
         };
   const apiDocument = openApiDocument(apiOperations(pairing !== null));
+  const approval = pairing ? { lock: pairing.lock, auth, trustProxy: config.trustProxy, peerOf } : undefined;
+  const routePipeline = pipeline({ auth, bodyBounds: ingestBounds, approval });
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
   const app = new Elysia({ handler: { standardHostname: false } })
@@ -157,11 +160,11 @@ export function createApp({
     .get('/v1/health', () => ({ status: 'ok' }))
     .get('/v1/openapi.json', () => apiDocument)
     .use(readinessRoutes(new Readiness(storage.db, storage.committer, log, readyWaitMs)))
-    .use(telemetryRoutes({ auth, bodyBounds: ingestBounds, telemetry, log, now }))
-    .use(consumptionRoutes({ auth, bodyBounds: ingestBounds, consumption }))
-    .use(chargingRoutes({ auth, bodyBounds: ingestBounds, sessions: chargingSessions }))
+    .use(telemetryRoutes({ pipeline: routePipeline, telemetry, log, now }))
+    .use(consumptionRoutes({ pipeline: routePipeline, consumption }))
+    .use(chargingRoutes({ pipeline: routePipeline, sessions: chargingSessions }))
     .use(relayRoutes(new Relay({ auth, bodyBounds: ingestBounds, telemetry, log, now })))
-    .use(ownerDataRoutes({ auth, bodyBounds: ingestBounds, ownerData, samples, sessions, plannerStatus }));
+    .use(ownerDataRoutes({ pipeline: routePipeline, ownerData, samples, sessions, plannerStatus }));
   if (pairing) {
     const pairingBounds = { ...pairingBodyBounds, deadlineMs: bodyReadMs };
     const dashboardSessions = new DashboardSessions(storage.db, storage.committer, pairing.lock, now);
@@ -169,7 +172,7 @@ export function createApp({
     const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn, peerOf }))
-      .use(deviceRoutes({ ...pairing, devices, auth, trustProxy: config.trustProxy, peerOf, log }));
+      .use(deviceRoutes({ pipeline: routePipeline, devices, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     app.use(
       dashboardRoutes({
@@ -207,6 +210,8 @@ export function createApp({
   return {
     app,
     auth,
+    /** The route pipeline, for tests that add routes of their own. */
+    pipeline: routePipeline,
     devices,
     pairing,
     planner,

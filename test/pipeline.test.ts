@@ -1,7 +1,8 @@
 /** The request pipeline every ingest endpoint shares: token, capped body, JSON object, errors. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { handlerReadsBody, ingestBodyBounds, readBody } from '../src/http/body.ts';
-import { noContent, ownedBody, ownedPath } from '../src/http/ingest.ts';
+import { ingestBodyBounds, readBody } from '../src/http/body.ts';
+import { InstallationPath } from '../src/http/openapi.ts';
+import { installationOfPath, noContent, type RequestParts } from '../src/http/pipeline.ts';
 import { limits } from '../src/limits.ts';
 import { ConfigError } from '../src/config.ts';
 import { createMemoryLogger } from '../src/log.ts';
@@ -25,26 +26,23 @@ import { parsedReply, rawRequest, replyHeaders, upload } from './upload.ts';
 import { PAGE_HEADERS, pageHeadersOf } from '../src/pairing/page.tsx';
 
 let deviceToken: string;
+const echo = ({ body }: RequestParts) => ({ installationId: INSTALLATION, keys: Object.keys(body).length });
 let service: TestService;
 
 beforeAll(async () => {
   service = await startTestService();
   service.app
-    .post(
-      '/test/echo',
-      ownedBody(
-        service.auth,
-        ingestBodyBounds,
-        (body) => ({ installationId: INSTALLATION, keys: Object.keys(body).length }),
-        ({ keys }) => ({ keys }),
-      ),
-      handlerReadsBody,
-    )
-    .get(
-      '/test/owned/*',
-      ownedPath(service.auth, ingestBodyBounds, () => noContent()),
-      handlerReadsBody,
-    )
+    .use(service.pipeline)
+    .post('/test/echo', ({ owned }) => ({ keys: (owned as ReturnType<typeof echo>).keys }), {
+      auth: 'ingest',
+      owned: echo,
+    })
+    .get('/test/owned/*', () => noContent(), {
+      auth: 'ingest',
+      path: 'installationId',
+      params: InstallationPath,
+      owned: installationOfPath,
+    })
     .post('/test/boom', () => {
       throw new Error('disk on fire at /secret/path');
     });

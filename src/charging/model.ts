@@ -3,6 +3,7 @@ import {
   array,
   boolean,
   compiledParser,
+  explained,
   invalid,
   numberIn,
   object,
@@ -136,6 +137,11 @@ export const SessionIdSchema = Type.String({
   examples: ['3f2b8c1e-7d4a-4b6e-9c0d-1a2b3c4d5e6f'],
 });
 
+/** The path of a route ending in a session id: checked by the route, and described in the document. */
+export const SessionPath = explained(Type.Object({ sessionId: SessionIdSchema }), (params) =>
+  parseSessionId(params.sessionId!),
+);
+
 export const ChargingSessionSchema = Type.Object({
   installationId: Uuid('The installation (a UUID, any case).'),
   sessionId: Type.Optional(Type.Union([Type.String({ description: 'When present, equal to the path.' }), Type.Null()])),
@@ -167,7 +173,7 @@ export const chargingApi: ApiOperation[] = [
     summary: 'Store a finished charging session',
     description: 'Stored under (installation, `sessionId`); a repeated PUT replaces the whole session.',
     security: 'ingest',
-    pathParams: Type.Object({ sessionId: SessionIdSchema }),
+    pathParams: SessionPath,
     body: { schema: ChargingSessionSchema, example: sessionExample },
     answers: {
       204: { description: 'Stored.' },
@@ -235,7 +241,8 @@ function readCurve(points: CurvePoint[] | null | undefined): CurvePoint[] | null
   );
 }
 
-const parseSessionBody = compiledParser(ChargingSessionSchema, readSession, explainSession);
+/** The session of a PUT's body, once `SessionPath` has checked its path's id. */
+export const parseSessionBody = compiledParser(ChargingSessionSchema, readSession, explainSession);
 
 /** The session of a PUT: its path id first, then the body, both in the documented order. */
 export const parseSession = (pathSessionId: string, body: JsonObject): ChargingSession =>

@@ -1,29 +1,26 @@
 /** `PUT /v1/charging-sessions/{sessionId}`. */
 import { Elysia } from 'elysia';
-import type { Authenticator } from '../http/auth.ts';
-import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { noContent, ownedBody, pathId } from '../http/ingest.ts';
-import { parseSession } from './model.ts';
+import { noContent, type Pipeline, type RequestParts } from '../http/pipeline.ts';
+import { parseSessionBody, SessionPath, type ChargingSession } from './model.ts';
 import type { ChargingSessions } from './service.ts';
 
 export interface ChargingDeps {
-  auth: Authenticator;
-  bodyBounds: BodyBounds;
+  pipeline: Pipeline;
   sessions: ChargingSessions;
 }
 
-export function chargingRoutes({ auth, bodyBounds, sessions }: ChargingDeps) {
-  return new Elysia().put(
+export function chargingRoutes({ pipeline, sessions }: ChargingDeps) {
+  return new Elysia().use(pipeline).put(
     '/v1/charging-sessions/*',
-    ownedBody(
-      auth,
-      bodyBounds,
-      (body, params) => parseSession(pathId(params), body),
-      async (session) => {
-        await sessions.put(session);
-        return noContent();
-      },
-    ),
-    handlerReadsBody,
+    async ({ owned }) => {
+      await sessions.put(owned as ChargingSession); // Elysia types a macro's result per macro, not per route
+      return noContent();
+    },
+    {
+      auth: 'ingest',
+      path: 'sessionId',
+      params: SessionPath,
+      owned: ({ body, params }: RequestParts) => parseSessionBody(body, params.sessionId!),
+    },
   );
 }

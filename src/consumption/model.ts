@@ -16,7 +16,7 @@ import {
   type JsonObject,
 } from '../http/validate.ts';
 import { Type } from '@sinclair/typebox';
-import { ingestErrors, TimeMs, Uuid, type ApiOperation } from '../http/openapi.ts';
+import { ingestErrors, InstallationPath, TimeMs, Uuid, type ApiOperation } from '../http/openapi.ts';
 import { limits } from '../limits.ts';
 import { DAY_FIELDS, type DayValues } from './totals.ts';
 
@@ -107,7 +107,6 @@ export const HistorySchema = Type.Object({
   lifetime: DaySchema("The newest record's lifetime; zeros without records."),
 });
 
-const installationPath = Type.Object({ installationId: Uuid('The installation.') });
 const day = { km: 12.5, kwh: 2, hours: 0.25, socDrop: 3 };
 
 export const consumptionApi: ApiOperation[] = [
@@ -144,7 +143,7 @@ export const consumptionApi: ApiOperation[] = [
     path: '/v1/consumption/history/{installationId}',
     summary: 'Read the daily history and lifetime sums',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     answers: {
       200: {
         description: 'The history; sums are exact.',

@@ -1,35 +1,30 @@
 /** `PUT /v1/consumption/daily` and `GET /v1/consumption/history/{installationId}`. */
 import { Elysia } from 'elysia';
-import type { Authenticator } from '../http/auth.ts';
-import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { noContent, ownedBody, ownedPath } from '../http/ingest.ts';
+import { InstallationPath } from '../http/openapi.ts';
+import { installationOfPath, noContent, type Pipeline, type RequestParts } from '../http/pipeline.ts';
 import type { Consumption } from './service.ts';
-import { parseChunk } from './model.ts';
+import { parseChunk, type Chunk } from './model.ts';
 
 export interface ConsumptionDeps {
-  auth: Authenticator;
-  bodyBounds: BodyBounds;
+  pipeline: Pipeline;
   consumption: Consumption;
 }
 
-export function consumptionRoutes({ auth, bodyBounds, consumption }: ConsumptionDeps) {
+export function consumptionRoutes({ pipeline, consumption }: ConsumptionDeps) {
   return new Elysia()
+    .use(pipeline)
     .put(
       '/v1/consumption/daily',
-      ownedBody(auth, bodyBounds, parseChunk, async (chunk) => {
-        await consumption.putChunk(chunk);
+      async ({ owned }) => {
+        await consumption.putChunk(owned as Chunk); // Elysia types a macro's result per macro, not per route
         return noContent();
-      }),
-      handlerReadsBody,
+      },
+      { auth: 'ingest', owned: ({ body }: RequestParts) => parseChunk(body) },
     )
     .get(
       '/v1/consumption/history/*',
-      ownedPath(
-        auth,
-        bodyBounds,
-        (installationId) => new Response(consumption.historyJson(installationId), { headers: JSON_HEADERS }),
-      ),
-      handlerReadsBody,
+      ({ owned }) => new Response(consumption.historyJson(owned.installationId), { headers: JSON_HEADERS }),
+      { auth: 'ingest', path: 'installationId', params: InstallationPath, owned: installationOfPath },
     );
 }
 

@@ -1,5 +1,7 @@
 import type { Logger } from '../log.ts';
+import type { ValidationError } from 'elysia';
 import { describeError, errorResponse, HttpError, messages } from './errors.ts';
+import { explainRefusal } from './validate.ts';
 
 /** Headers the listener's own answers (a refused `Host`, an escaped failure) carry for a path, as the app's do. */
 export type PathHeaders = (path: string) => Readonly<Record<string, string>>;
@@ -13,9 +15,15 @@ interface ErrorContext {
 /** Elysia's `onError`: every failure becomes `{"error": ...}`; only a 500's detail goes to the log. */
 export function answerError(log: Logger) {
   return ({ code, error, request }: ErrorContext): Response => {
-    // No route lets Elysia parse its body (each reads its own, capped); should one, a parse error is still a 400.
+    // The pipeline's parse stage throws its own 401 and 400s, which Elysia wraps; any other parse error is a 400.
     const cause = code === 'PARSE' ? ((error as { cause?: unknown }).cause ?? error) : error;
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
+    if (code === 'VALIDATION') {
+      // A route's params schema refused the path: its field-by-field check words the 400.
+      const { validator, value } = error as ValidationError;
+      const refusal = explainRefusal((validator as { schema?: unknown }).schema, value);
+      if (refusal) return errorResponse(refusal.status, refusal.message, refusal.headers);
+    }
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);
     if (code === 'PARSE') return errorResponse(400, messages.bodyNotJson);
     return internalError(log, request, cause);

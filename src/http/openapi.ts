@@ -7,6 +7,7 @@ import { Type, type TObject, type TSchema } from '@sinclair/typebox';
 import { limits } from '../limits.ts';
 import { VERSION } from '../version.ts';
 import { messages } from './errors.ts';
+import { explained, uuid } from './validate.ts';
 
 /** Who may call an operation: a car's token (or INGEST_TOKEN), the approval password, or anyone. */
 export type ApiSecurity = 'ingest' | 'approvalPassword' | 'none';
@@ -49,6 +50,11 @@ export const Uuid = (description: string) =>
     description,
     examples: ['5b0c3c3e-9a51-4c5e-8f55-2f0e7b0c1a01'],
   });
+
+/** The path of a route ending in an installation id: checked by the route, and described here. */
+export const InstallationPath = explained(Type.Object({ installationId: Uuid('The installation.') }), (params) =>
+  uuid(params.installationId, 'installationId'),
+);
 
 /** Unix milliseconds the app sends: from 2000-01-01 to before 3000-01-01. */
 export const TimeMs = (description: string) =>

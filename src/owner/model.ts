@@ -1,9 +1,17 @@
 /** The query parameters of the owner's reads; a bad one is a 400 naming it. */
 import { Type } from '@sinclair/typebox';
-import { SessionIdSchema, SessionSummarySchema, SessionWithCurveSchema } from '../charging/model.ts';
+import type { StartedRange } from '../charging/history.ts';
+import { SessionPath, SessionSummarySchema, SessionWithCurveSchema } from '../charging/model.ts';
 import { messages } from '../http/errors.ts';
-import { errorAnswer, ingestErrors, Uuid, type ApiAnswer, type ApiOperation } from '../http/openapi.ts';
-import { invalid, uuid } from '../http/validate.ts';
+import {
+  errorAnswer,
+  ingestErrors,
+  InstallationPath,
+  Uuid,
+  type ApiAnswer,
+  type ApiOperation,
+} from '../http/openapi.ts';
+import { compiledQueryParser, invalid, QUERY_INTEGER, uuid, type JsonObject } from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { ForwardingStatusSchema } from '../planner/model.ts';
 import { UTC_MIN } from '../telemetry/fields.ts';
@@ -20,7 +28,7 @@ export const UTC_MAX = Math.floor(MS_MAX / 1000);
 export function integerParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined {
   const raw = query.get(name);
   if (raw === null) return undefined;
-  if (!/^-?\d{1,16}$/.test(raw)) invalid(name, 'must be an integer');
+  if (!QUERY_INTEGER.test(raw)) invalid(name, 'must be an integer');
   const value = Number(raw);
   if (value < min || value > max) invalid(name, `must be from ${min} to ${max}`);
   return value;
@@ -29,7 +37,11 @@ export function integerParam(query: URLSearchParams, name: string, min: number, 
 /** `from` and `to`, both optional and both included; `to` before `from` is refused rather than answered empty. */
 export function rangeParams(query: URLSearchParams, min: number, max: number): { from?: number; to?: number } {
   const from = integerParam(query, 'from', min, max);
-  const to = integerParam(query, 'to', min, max);
+  return ordered(from, integerParam(query, 'to', min, max));
+}
+
+/** The range, once its order is checked. */
+function ordered(from: number | undefined, to: number | undefined): { from?: number; to?: number } {
   if (from !== undefined && to !== undefined && to < from) invalid('to', 'must not be before from');
   return { from, to };
 }
@@ -50,7 +62,6 @@ export const installationParam = (query: URLSearchParams): string =>
 export const limitParam = (query: URLSearchParams): number =>
   integerParam(query, 'limit', 1, limits.sessionsPageMax) ?? limits.sessionsPageDefault;
 
-const installationPath = Type.Object({ installationId: Uuid('The installation.') });
 const format = (formats: readonly string[]) =>
   Type.Optional(
     Type.Union(
@@ -62,6 +73,27 @@ const range = (unit: string, min: number, max: number) => ({
   from: Type.Optional(Type.Integer({ minimum: min, maximum: max, description: `Earliest, included (${unit}).` })),
   to: Type.Optional(Type.Integer({ minimum: min, maximum: max, description: `Latest, included (${unit}).` })),
 });
+
+/** The query of `GET /v1/charging-sessions`: checked by the route, and described in the document. */
+export const SessionsQuery = Type.Object({
+  installationId: Uuid('The installation.'),
+  ...range('Unix ms, of startedAt', MS_MIN, MS_MAX),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: limits.sessionsPageMax, description: 'Sessions per page.', examples: [20] }),
+  ),
+  before: Type.Optional(Type.String({ description: 'The `next` of the previous page.' })),
+  format: format(exportFormats.sessions),
+});
+
+export const SessionQuery = Type.Object({ installationId: Uuid('The installation the session belongs to.') });
+
+export const TelemetryExportQuery = Type.Object({
+  ...range('Unix seconds, of utc', UTC_MIN, UTC_MAX),
+  format: format(exportFormats.telemetry),
+});
+
+export const ConsumptionExportQuery = Type.Object({ format: format(exportFormats.consumption) });
+
 const file = (description: string, mediaTypes: string[]): ApiAnswer => ({
   description: `${description} (\`Content-Disposition: attachment\`), streamed.`,
   schema: Type.String(),
@@ -96,20 +128,7 @@ export const ownerApi: ApiOperation[] = [
     summary: 'List charging sessions, or export them',
     description: 'Newest `startedAt` first, without curves. With `format`, every session of the range as one file.',
     security: 'ingest',
-    query: Type.Object({
-      installationId: Uuid('The installation.'),
-      ...range('Unix ms, of startedAt', MS_MIN, MS_MAX),
-      limit: Type.Optional(
-        Type.Integer({
-          minimum: 1,
-          maximum: limits.sessionsPageMax,
-          description: 'Sessions per page.',
-          examples: [20],
-        }),
-      ),
-      before: Type.Optional(Type.String({ description: 'The `next` of the previous page.' })),
-      format: format(['csv', 'ndjson']),
-    }),
+    query: SessionsQuery,
     answers: {
       200: {
         description: 'A page (JSON), or with `format` the file (text/csv, application/x-ndjson).',
@@ -133,8 +152,8 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/charging-sessions/{sessionId}',
     summary: 'Read one charging session with its curve',
     security: 'ingest',
-    pathParams: Type.Object({ sessionId: SessionIdSchema }),
-    query: Type.Object({ installationId: Uuid('The installation the session belongs to.') }),
+    pathParams: SessionPath,
+    query: SessionQuery,
     answers: {
       200: {
         description: 'The session.',
@@ -150,7 +169,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/telemetry/latest/{installationId}',
     summary: 'Read the newest sample',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     answers: {
       200: {
         description: 'The newest sample by `utc`.',
@@ -172,8 +191,8 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/telemetry/export/{installationId}',
     summary: 'Export samples as CSV, NDJSON or GPX',
     security: 'ingest',
-    pathParams: installationPath,
-    query: Type.Object({ ...range('Unix seconds, of utc', UTC_MIN, UTC_MAX), format: format(exportFormats.telemetry) }),
+    pathParams: InstallationPath,
+    query: TelemetryExportQuery,
     answers: {
       200: file('Every sample of the range, oldest first', ['text/csv', 'application/x-ndjson', 'application/gpx+xml']),
       ...ingestErrors([
@@ -188,8 +207,8 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/consumption/export/{installationId}',
     summary: 'Export daily consumption as CSV or NDJSON',
     security: 'ingest',
-    pathParams: installationPath,
-    query: Type.Object({ format: format(exportFormats.consumption) }),
+    pathParams: InstallationPath,
+    query: ConsumptionExportQuery,
     answers: {
       200: file('Every day with chunks, oldest first', ['text/csv', 'application/x-ndjson']),
       ...ingestErrors(['format must be one of csv, ndjson', 'installationId must be a UUID']),
@@ -200,7 +219,7 @@ export const ownerApi: ApiOperation[] = [
     path: '/v1/planner/status/{installationId}',
     summary: 'Read whether forwarding to the planner works',
     security: 'ingest',
-    pathParams: installationPath,
+    pathParams: InstallationPath,
     answers: {
       200: {
         description: 'The forwarding status.',
@@ -220,3 +239,73 @@ export const ownerApi: ApiOperation[] = [
     },
   },
 ];
+
+/** What `GET /v1/charging-sessions` is asked for: a page of the list, or the export. */
+export type SessionsAsked = { installationId: string; range: StartedRange } & (
+  | { kind: 'page'; limit: number; before: string | undefined }
+  | { kind: 'export'; format: SessionsFormat }
+);
+
+type SessionsFormat = (typeof exportFormats.sessions)[number];
+
+/** The sessions list's query checked parameter by parameter, in the documented order. */
+export function explainSessionsQuery(query: URLSearchParams): SessionsAsked {
+  const installationId = installationParam(query);
+  const range = rangeParams(query, MS_MIN, MS_MAX);
+  // With a format, every session of the range as one file; without, a page of the JSON list.
+  if (query.has('format'))
+    return { kind: 'export', installationId, range, format: formatParam(query, exportFormats.sessions) };
+  return { kind: 'page', installationId, range, limit: limitParam(query), before: query.get('before') ?? undefined };
+}
+
+/** A range the schema accepted; its order is the rule it cannot hold. */
+const rangeOf = (values: JsonObject) => ordered(values.from as number | undefined, values.to as number | undefined);
+
+export const parseSessionsQuery = compiledQueryParser(
+  SessionsQuery,
+  (values): SessionsAsked => {
+    const installationId = (values.installationId as string).toLowerCase();
+    const range = rangeOf(values);
+    if (values.format !== undefined)
+      return { kind: 'export', installationId, range, format: values.format as SessionsFormat };
+    const limit = (values.limit as number | undefined) ?? limits.sessionsPageDefault;
+    return { kind: 'page', installationId, range, limit, before: values.before as string | undefined };
+  },
+  explainSessionsQuery,
+);
+
+export const explainSessionQuery = (query: URLSearchParams) => ({ installationId: installationParam(query) });
+
+export const parseSessionQuery = compiledQueryParser(
+  SessionQuery,
+  (values) => ({ installationId: (values.installationId as string).toLowerCase() }),
+  explainSessionQuery,
+);
+
+type TelemetryFormat = (typeof exportFormats.telemetry)[number];
+
+export const explainTelemetryExportQuery = (query: URLSearchParams) => ({
+  range: rangeParams(query, UTC_MIN, UTC_MAX),
+  format: formatParam(query, exportFormats.telemetry),
+});
+
+export const parseTelemetryExportQuery = compiledQueryParser(
+  TelemetryExportQuery,
+  (values) => ({
+    range: rangeOf(values),
+    format: (values.format as TelemetryFormat | undefined) ?? exportFormats.telemetry[0],
+  }),
+  explainTelemetryExportQuery,
+);
+
+type ConsumptionFormat = (typeof exportFormats.consumption)[number];
+
+export const explainConsumptionExportQuery = (query: URLSearchParams) => ({
+  format: formatParam(query, exportFormats.consumption),
+});
+
+export const parseConsumptionExportQuery = compiledQueryParser(
+  ConsumptionExportQuery,
+  (values) => ({ format: (values.format as ConsumptionFormat | undefined) ?? exportFormats.consumption[0] }),
+  explainConsumptionExportQuery,
+);

@@ -3,22 +3,24 @@
  * exports and the forwarding status. Tokens as for the ingest routes; answers never cached.
  */
 import { Elysia } from 'elysia';
-import type { ChargingHistory, StartedRange } from '../charging/history.ts';
-import { parseSessionId } from '../charging/model.ts';
-import type { Authenticator } from '../http/auth.ts';
-import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
+import type { ChargingHistory } from '../charging/history.ts';
+import { SessionPath } from '../charging/model.ts';
 import { messages, notFound } from '../http/errors.ts';
-import { ownedRead, pathId } from '../http/ingest.ts';
-import { uuid } from '../http/validate.ts';
+import { InstallationPath } from '../http/openapi.ts';
+import { installationOfPath, type Pipeline, type RequestParts } from '../http/pipeline.ts';
 import type { PlannerStatus } from '../planner/status.ts';
 import type { SampleHistory } from '../telemetry/history.ts';
-import { formatParam, installationParam, limitParam, MS_MAX, MS_MIN, rangeParams, UTC_MAX } from './model.ts';
-import { UTC_MIN } from '../telemetry/fields.ts';
-import { exportFormats, type Export, type OwnerData } from './service.ts';
+import {
+  parseConsumptionExportQuery,
+  parseSessionQuery,
+  parseSessionsQuery,
+  parseTelemetryExportQuery,
+  type SessionsAsked,
+} from './model.ts';
+import type { Export, OwnerData } from './service.ts';
 
 export interface OwnerDataDeps {
-  auth: Authenticator;
-  bodyBounds: BodyBounds;
+  pipeline: Pipeline;
   ownerData: OwnerData;
   samples: SampleHistory;
   sessions: ChargingHistory;
@@ -41,98 +43,67 @@ export function attachment({ contentType, filename, body }: Export): Response {
   return new Response(body, { headers: { ...headers, ...NO_STORE, ...DOWNLOAD_HEADERS } });
 }
 
-/** What `GET /v1/charging-sessions` is asked for: a page of the list, or the export. */
-type SessionsAsked = { installationId: string; range: StartedRange } & (
-  | { kind: 'page'; limit: number; before: string | undefined }
-  | { kind: 'export'; format: (typeof exportFormats.sessions)[number] }
-);
+/** How a read of the installation ending the path declares its pipeline; new each time: Elysia edits it. */
+const pathRead = () =>
+  ({ auth: 'ingest', path: 'installationId', params: InstallationPath, owned: installationOfPath }) as const;
 
-/** The installation whose id ends the path, checked as `installationId`. */
-const pathInstallation = (params: Record<string, string>) => uuid(pathId(params), 'installationId');
+const telemetryExport = (parts: RequestParts) => ({
+  ...installationOfPath(parts),
+  ...parseTelemetryExportQuery(parts.query),
+});
 
-export function ownerDataRoutes({ auth, bodyBounds, ownerData, samples, sessions, plannerStatus }: OwnerDataDeps) {
-  const read = <T extends { installationId: string }>(
-    parse: (params: Record<string, string>, query: URLSearchParams) => T,
-    handle: (value: T) => Response,
-  ) => ownedRead(auth, bodyBounds, parse, handle);
+const consumptionExport = (parts: RequestParts) => ({
+  ...installationOfPath(parts),
+  ...parseConsumptionExportQuery(parts.query),
+});
 
+export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, plannerStatus }: OwnerDataDeps) {
+  // Each `owned as` below: Elysia types a macro's result per macro, not per route.
   return new Elysia({ name: 'owner-data' })
+    .use(pipeline)
     .get(
       '/v1/charging-sessions',
-      read(
-        (_, query): SessionsAsked => {
-          const installationId = installationParam(query);
-          const range = rangeParams(query, MS_MIN, MS_MAX);
-          // With a format, every session of the range as one file; without, a page of the JSON list.
-          if (query.has('format'))
-            return { kind: 'export', installationId, range, format: formatParam(query, exportFormats.sessions) };
-          return {
-            kind: 'page',
-            installationId,
-            range,
-            limit: limitParam(query),
-            before: query.get('before') ?? undefined,
-          };
-        },
-        (asked) => {
-          if (asked.kind === 'export')
-            return attachment(ownerData.exportStream('sessions', asked.installationId, asked.format, asked.range));
-          return json(
-            sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }),
-          );
-        },
-      ),
-      handlerReadsBody,
+      ({ owned }) => {
+        const asked = owned as SessionsAsked;
+        if (asked.kind === 'export')
+          return attachment(ownerData.exportStream('sessions', asked.installationId, asked.format, asked.range));
+        return json(sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }));
+      },
+      { auth: 'ingest', owned: ({ query }: RequestParts) => parseSessionsQuery(query) },
     )
     .get(
       '/v1/charging-sessions/*',
-      read(
-        (params, query) => ({ sessionId: parseSessionId(pathId(params)), installationId: installationParam(query) }),
-        ({ installationId, sessionId }) =>
-          json(sessions.one(installationId, sessionId) ?? notFoundError(messages.sessionNotFound)),
-      ),
-      handlerReadsBody,
+      ({ owned, params }) =>
+        json(sessions.one(owned.installationId, params.sessionId) ?? notFoundError(messages.sessionNotFound)),
+      {
+        auth: 'ingest',
+        path: 'sessionId',
+        params: SessionPath,
+        owned: ({ query }: RequestParts) => parseSessionQuery(query),
+      },
     )
     .get(
       '/v1/telemetry/latest/*',
-      read(
-        (params) => ({ installationId: pathInstallation(params) }),
-        ({ installationId }) => json(samples.latest(installationId) ?? notFoundError(messages.noSamples)),
-      ),
-      handlerReadsBody,
+      ({ owned }) => json(samples.latest(owned.installationId) ?? notFoundError(messages.noSamples)),
+      pathRead(),
     )
     .get(
       '/v1/telemetry/export/*',
-      read(
-        (params, query) => ({
-          installationId: pathInstallation(params),
-          range: rangeParams(query, UTC_MIN, UTC_MAX),
-          format: formatParam(query, exportFormats.telemetry),
-        }),
-        ({ installationId, range, format }) =>
-          attachment(ownerData.exportStream('telemetry', installationId, format, range)),
-      ),
-      handlerReadsBody,
+      ({ owned }) => {
+        const { installationId, format, range } = owned as ReturnType<typeof telemetryExport>;
+        return attachment(ownerData.exportStream('telemetry', installationId, format, range));
+      },
+      { ...pathRead(), owned: telemetryExport },
     )
     .get(
       '/v1/consumption/export/*',
-      read(
-        (params, query) => ({
-          installationId: pathInstallation(params),
-          format: formatParam(query, exportFormats.consumption),
-        }),
-        ({ installationId, format }) => attachment(ownerData.exportStream('consumption', installationId, format)),
-      ),
-      handlerReadsBody,
+      ({ owned }) => {
+        const { installationId, format } = owned as ReturnType<typeof consumptionExport>;
+        return attachment(ownerData.exportStream('consumption', installationId, format));
+      },
+      { ...pathRead(), owned: consumptionExport },
     )
-    .get(
-      '/v1/planner/status/*',
-      read(
-        (params) => ({ installationId: pathInstallation(params) }),
-        ({ installationId }) => json(plannerStatus.status(installationId)),
-      ),
-      handlerReadsBody,
-    );
+    .get('/v1/planner/status/*', ({ owned }) => json(plannerStatus.status(owned.installationId)), pathRead());
 }
 
 function notFoundError(message: string): never {

@@ -1,35 +1,29 @@
 /** `POST /v1/telemetry`: validate, check ownership, store, answer what was stored and dropped. */
 import { Elysia } from 'elysia';
-import type { Authenticator } from '../http/auth.ts';
-import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { ownedBody } from '../http/ingest.ts';
+import type { Pipeline, RequestParts } from '../http/pipeline.ts';
 import type { Logger } from '../log.ts';
 import { isUnknownFieldNote, validateBatch, type Batch } from './model.ts';
 import type { Telemetry } from './service.ts';
 
 export interface TelemetryDeps {
-  auth: Authenticator;
-  bodyBounds: BodyBounds;
+  pipeline: Pipeline;
   telemetry: Telemetry;
   log: Logger;
   now: () => number;
 }
 
-export function telemetryRoutes({ auth, bodyBounds, telemetry, log, now }: TelemetryDeps) {
-  return new Elysia({ name: 'telemetry' }).post(
+export function telemetryRoutes({ pipeline, telemetry, log, now }: TelemetryDeps) {
+  return new Elysia({ name: 'telemetry' }).use(pipeline).post(
     '/v1/telemetry',
-    ownedBody(
-      auth,
-      bodyBounds,
-      (body) => validateBatch(body, now()),
-      async (batch) => {
-        await telemetry.store(batch);
-        logDropped(log, batch);
-        const { rows, droppedCount, dropped } = batch;
-        return { stored: rows.length, droppedCount, dropped };
-      },
-    ),
-    handlerReadsBody,
+    async ({ owned }) => {
+      const batch = owned as Batch; // Elysia types a macro's result per macro, not per route
+      await telemetry.store(batch);
+      logDropped(log, batch);
+      const { rows, droppedCount, dropped } = batch;
+      return { stored: rows.length, droppedCount, dropped };
+    },
+    // Per-value dropping is the field table's (a dropped value is no validation failure): no Elysia schema.
+    { auth: 'ingest', owned: ({ body }: RequestParts) => validateBatch(body, now()) },
   );
 }
 
