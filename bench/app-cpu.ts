@@ -8,8 +8,7 @@
  * BENCH_ROUNDS (runs of each side, default 6), BENCH_REQUESTS (per caller and run, default 500).
  */
 import { rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { alternate, knob, median, ROOT } from './lib.ts';
+import { alternate, knob, loadNow, reportMicrosPairs, ROOT } from './lib.ts';
 import { baseCommit, checkOut } from './strangers.ts';
 
 const BASE = process.env.BENCH_BASE || 'main';
@@ -61,11 +60,6 @@ async function measureApart(tree: string): Promise<number> {
   return Number(text);
 }
 
-const loadNow = () =>
-  loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
-
 if (import.meta.main && process.argv[2] !== undefined) {
   console.log(await measure(process.argv[2]));
 } else if (import.meta.main) {
@@ -77,13 +71,7 @@ if (import.meta.main && process.argv[2] !== undefined) {
       () => measureApart(baseTree),
       () => measureApart(ROOT),
     );
-    const pairs = baseRuns.map((base, round) => `${base.toFixed(1)}/${ourRuns[round]!.toFixed(1)}`);
-    console.log(`pairs (${BASE}/this, µs): ${pairs.join(', ')}`);
-    const differences = ourRuns.map((ours, round) => ours - baseRuns[round]!);
-    console.log(
-      `median ${BASE} ${median(baseRuns).toFixed(1)} µs, this ${median(ourRuns).toFixed(1)} µs, ` +
-        `difference of the pairs ${median(differences).toFixed(1)} µs; load average ${loadNow()}`,
-    );
+    reportMicrosPairs(BASE, baseRuns, ourRuns);
   } finally {
     rmSync(baseTree, { recursive: true, force: true });
   }

@@ -9,8 +9,7 @@
  * BENCH_SECONDS (per wrk run, default 5), BENCH_ROUNDS (default 8).
  */
 import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { knob, median, telemetryLoad } from './lib.ts';
+import { knob, loadNow, reportMicrosPairs, telemetryLoad } from './lib.ts';
 import { startBaseAndThis } from './strangers.ts';
 
 const BASE = process.env.BENCH_BASE || 'main';
@@ -33,11 +32,6 @@ async function cpuPerRequest(server: { url: URL; process: { pid: number } }): Pr
   return ((cpuSeconds(server.process.pid) - before) / requests) * 1e6;
 }
 
-const loadNow = () =>
-  loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
-
 if (import.meta.main) {
   const { before, after, stop } = await startBaseAndThis(BASE);
   try {
@@ -50,13 +44,7 @@ if (import.meta.main) {
       baseRuns.push(base);
       ourRuns.push(ours);
     }
-    const pairs = baseRuns.map((base, round) => `${base.toFixed(1)}/${ourRuns[round]!.toFixed(1)}`);
-    console.log(`pairs (${BASE}/this, µs): ${pairs.join(', ')}`);
-    const differences = ourRuns.map((ours, round) => ours - baseRuns[round]!);
-    console.log(
-      `median ${BASE} ${median(baseRuns).toFixed(1)} µs, this ${median(ourRuns).toFixed(1)} µs, ` +
-        `difference of the pairs ${median(differences).toFixed(1)} µs; load average ${loadNow()}`,
-    );
+    reportMicrosPairs(BASE, baseRuns, ourRuns);
   } finally {
     await stop();
   }

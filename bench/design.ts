@@ -17,7 +17,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Elysia } from 'elysia';
 import { alternate, chunkPutScript, knob, median, telemetryLoad, wrk, type LoadResult } from './lib.ts';
-import { explainSession, parseSession } from '../src/charging/model.ts';
+import { explainSession, parseSessionBody, parseSessionId } from '../src/charging/model.ts';
 import { explainChunk, parseChunk } from '../src/consumption/model.ts';
 import type { DeviceRegistry } from '../src/devices/service.ts';
 import { Authenticator } from '../src/http/auth.ts';
@@ -87,7 +87,11 @@ function microsPerParse(parse: () => unknown): number {
 async function checksInProcess(): Promise<void> {
   const pairs: [string, () => unknown, () => unknown][] = [
     ['chunk', () => explainChunk(chunk), () => parseChunk(chunk)],
-    ['session (60-point curve)', () => explainSession(session, 's-1'), () => parseSession('s-1', session)],
+    [
+      'session (60-point curve)',
+      () => explainSession(session, 's-1'),
+      () => parseSessionBody(session, parseSessionId('s-1')),
+    ],
   ];
   for (const [name, before, compiled] of pairs) {
     microsPerParse(before); // warm-up

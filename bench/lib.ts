@@ -1,6 +1,6 @@
 /** Shared pieces of the benchmarks: knobs, the compiled binary, the baseline, wrk, a paced client, and reporting. */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { startBinary, type RunningBinary } from '../test/binary.ts';
 
@@ -266,6 +266,23 @@ export async function rotate<T>(rounds: number, sides: (() => Promise<T>)[]): Pr
     }
   }
   return results;
+}
+
+/** The machine's load averages (1, 5, 15 minutes), for the line beside each figure. */
+export const loadNow = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+
+/** Prints the pairs of microsecond figures of `base` and this checkout, round by round, and their medians. */
+export function reportMicrosPairs(base: string, baseRuns: number[], ourRuns: number[]): void {
+  const pairs = baseRuns.map((value, round) => `${value.toFixed(1)}/${ourRuns[round]!.toFixed(1)}`);
+  console.log(`pairs (${base}/this, µs): ${pairs.join(', ')}`);
+  const differences = ourRuns.map((ours, round) => ours - baseRuns[round]!);
+  console.log(
+    `median ${base} ${median(baseRuns).toFixed(1)} µs, this ${median(ourRuns).toFixed(1)} µs, ` +
+      `difference of the pairs ${median(differences).toFixed(1)} µs; load average ${loadNow()}`,
+  );
 }
 
 /** The median run of a set, by rate. */

@@ -243,7 +243,3 @@ function readCurve(points: CurvePoint[] | null | undefined): CurvePoint[] | null
 
 /** The session of a PUT's body, once `SessionPath` has checked its path's id. */
 export const parseSessionBody = compiledParser(ChargingSessionSchema, readSession, explainSession);
-
-/** The session of a PUT: its path id first, then the body, both in the documented order. */
-export const parseSession = (pathSessionId: string, body: JsonObject): ChargingSession =>
-  parseSessionBody(body, parseSessionId(pathSessionId));

@@ -23,11 +23,18 @@ export function answerError(log: Logger) {
       const { validator, value } = error as ValidationError;
       const refusal = explainRefusal((validator as { schema?: unknown }).schema, value);
       if (refusal) return errorResponse(refusal.status, refusal.message, refusal.headers);
+      return errorResponse(400, invalidField((error as ValidationError).valueError?.path));
     }
     if (code === 'NOT_FOUND') return errorResponse(404, messages.notFound);
     if (code === 'PARSE') return errorResponse(400, messages.bodyNotJson);
     return internalError(log, request, cause);
   };
+}
+
+/** The 400 of a schema no field-by-field check explains: the first refused field, by its JSON pointer. */
+function invalidField(pointer: string | undefined): string {
+  const field = pointer?.slice(1).replaceAll('/', '.');
+  return field ? `${field} is invalid` : 'the request is invalid';
 }
 
 /** A failure nothing answered: its detail to the log only, `internal server error` to the client. */

@@ -9,6 +9,7 @@ import { clientAddress, type PeerOf } from './client-address.ts';
 import { assertMayUse, bearerToken, type Authenticator, type Caller } from './auth.ts';
 import { readBody, readJsonObject, type BodyBounds } from './body.ts';
 import { messages, tooManyRequests, unauthorized } from './errors.ts';
+import { pathOf } from './on-error.ts';
 import type { JsonObject } from './validate.ts';
 import type { ApprovalLock } from '../pairing/lockout.ts';
 
@@ -56,6 +57,12 @@ export function pipeline({ auth, bodyBounds, approval }: PipelineDeps) {
   const authenticate = (request: Request) =>
     callers.set(request, auth.authenticate(request.headers.get('authorization'), request));
 
+  const callerOf = (request: Request): Caller => {
+    const caller = callers.get(request);
+    if (!caller) throw new Error(`${request.method} ${pathOf(request.url)} declares owned without auth: 'ingest'`);
+    return caller;
+  };
+
   const ingest = {
     // Elysia's parse stage, where no byte has been read yet; a throw here reaches onError as PARSE with its cause.
     parse: ({ request }: { request: Request }) => {
@@ -86,7 +93,7 @@ export function pipeline({ auth, bodyBounds, approval }: PipelineDeps) {
         const owned = read(requestParts(request, params, body as JsonObject));
         // A read is refused in words of its own.
         const refusal = isRead(request) ? messages.readOtherInstallation : messages.otherInstallation;
-        assertMayUse(callers.get(request)!, owned.installationId, refusal);
+        assertMayUse(callerOf(request), owned.installationId, refusal);
         return { owned };
       },
     }),

@@ -25,7 +25,7 @@ export const MS_MAX = 32_503_679_999_999;
 export const UTC_MAX = Math.floor(MS_MAX / 1000);
 
 /** An optional integer parameter from `min` to `max`. */
-export function integerParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined {
+function integerParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined {
   const raw = query.get(name);
   if (raw === null) return undefined;
   if (!QUERY_INTEGER.test(raw)) invalid(name, 'must be an integer');
@@ -35,7 +35,7 @@ export function integerParam(query: URLSearchParams, name: string, min: number, 
 }
 
 /** `from` and `to`, both optional and both included; `to` before `from` is refused rather than answered empty. */
-export function rangeParams(query: URLSearchParams, min: number, max: number): { from?: number; to?: number } {
+function rangeParams(query: URLSearchParams, min: number, max: number): { from?: number; to?: number } {
   const from = integerParam(query, 'from', min, max);
   return ordered(from, integerParam(query, 'to', min, max));
 }
@@ -47,7 +47,7 @@ function ordered(from: number | undefined, to: number | undefined): { from?: num
 }
 
 /** `format`: one of `formats`, the first when absent. */
-export function formatParam<F extends string>(query: URLSearchParams, formats: readonly F[]): F {
+function formatParam<F extends string>(query: URLSearchParams, formats: readonly F[]): F {
   const raw = query.get('format');
   if (raw === null) return formats[0]!;
   if (!(formats as readonly string[]).includes(raw)) invalid('format', `must be one of ${formats.join(', ')}`);
@@ -55,11 +55,11 @@ export function formatParam<F extends string>(query: URLSearchParams, formats: r
 }
 
 /** The required `installationId` of a query, lower-cased. */
-export const installationParam = (query: URLSearchParams): string =>
+const installationParam = (query: URLSearchParams): string =>
   uuid(query.get('installationId') ?? undefined, 'installationId');
 
 /** A sessions page's size: `limit`, 1 to `limits.sessionsPageMax`. */
-export const limitParam = (query: URLSearchParams): number =>
+const limitParam = (query: URLSearchParams): number =>
   integerParam(query, 'limit', 1, limits.sessionsPageMax) ?? limits.sessionsPageDefault;
 
 const format = (formats: readonly string[]) =>
