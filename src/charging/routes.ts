@@ -13,7 +13,7 @@ export function chargingRoutes({ pipeline, sessions }: ChargingDeps) {
   return new Elysia().use(pipeline).put(
     '/v1/charging-sessions/*',
     async ({ owned }) => {
-      await sessions.put(owned as ChargingSession); // Elysia types a macro's result per macro, not per route
+      await sessions.put(owned as ChargingSession);
       return noContent();
     },
     {

@@ -16,7 +16,7 @@ export function consumptionRoutes({ pipeline, consumption }: ConsumptionDeps) {
     .put(
       '/v1/consumption/daily',
       async ({ owned }) => {
-        await consumption.putChunk(owned as Chunk); // Elysia types a macro's result per macro, not per route
+        await consumption.putChunk(owned as Chunk);
         return noContent();
       },
       { auth: 'ingest', owned: ({ body }: RequestParts) => parseChunk(body) },

@@ -50,7 +50,8 @@ export type Pipeline = ReturnType<typeof pipeline>;
  *   as a JSON object (400); `auth: 'approval'`: the approval password under its lockout (401, 429).
  * - `path: name`: the id that ends a `*` path, as the parameter `name` the route's `params` schema checks.
  * - `owned: read`: after validation, `read` checks what the schemas cannot (400), then a paired car's token
- *   must be for the installation it names (403); the handler gets the result as `owned`.
+ *   must be for the installation it names (403); the handler gets the result as `owned`, and casts it to
+ *   its read's type: Elysia types a macro's result per macro, not per route.
  */
 export function pipeline({ auth, bodyBounds, approval }: PipelineDeps) {
   const callers = new WeakMap<Request, Caller>();

@@ -58,7 +58,6 @@ const consumptionExport = (parts: RequestParts) => ({
 });
 
 export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, plannerStatus }: OwnerDataDeps) {
-  // Each `owned as` below: Elysia types a macro's result per macro, not per route.
   return new Elysia({ name: 'owner-data' })
     .use(pipeline)
     .get(

@@ -16,7 +16,7 @@ export function telemetryRoutes({ pipeline, telemetry, log, now }: TelemetryDeps
   return new Elysia({ name: 'telemetry' }).use(pipeline).post(
     '/v1/telemetry',
     async ({ owned }) => {
-      const batch = owned as Batch; // Elysia types a macro's result per macro, not per route
+      const batch = owned as Batch;
       await telemetry.store(batch);
       logDropped(log, batch);
       const { rows, droppedCount, dropped } = batch;
