@@ -16,7 +16,7 @@ import { monotonicNow } from './clock.ts';
 import type { Config } from './config.ts';
 import { Consumption } from './consumption/service.ts';
 import { sessionToken } from './dashboard/cookie.ts';
-import { isDashboardPath } from './dashboard/paths.ts';
+import { dashboardLinks, isDashboardPath } from './dashboard/paths.ts';
 import { ownerPages } from './dashboard/pages.tsx';
 import { DASHBOARD_HEADERS, dashboardRoutes } from './dashboard/routes.tsx';
 import { DashboardSessions, endSessionsOfAnotherPassword } from './dashboard/service.ts';
@@ -174,6 +174,7 @@ export function createApp({
       .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn, peerOf }))
       .use(deviceRoutes({ pipeline: routePipeline, devices, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
+    const links = dashboardLinks(config.publicUrl);
     app.use(
       dashboardRoutes({
         sessions: dashboardSessions,
@@ -181,7 +182,8 @@ export function createApp({
         bodyBounds: pairingBounds,
         log,
         crossSites,
-        pages: ownerPages(reads, log, now),
+        links,
+        pages: ownerPages(reads, links, log, now),
         peerOf,
       }),
     );

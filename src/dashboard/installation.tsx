@@ -21,7 +21,7 @@ import { ageText, per100Km, quantityText, utcText } from './format.ts';
 import { healthOf, lastFailureText } from './forwarding.ts';
 import { HealthText, installationTitle } from './installations.tsx';
 import { FormToken, Layout, ScrollBox } from './layout.tsx';
-import { exportPath, installationPath, revokePath, sessionsPath } from './paths.ts';
+import type { DashboardLinks } from './paths.ts';
 import { sampleLabels } from './sample-labels.ts';
 
 export interface InstallationView {
@@ -34,16 +34,25 @@ export interface InstallationView {
   devices: Device[];
   now: number;
   formToken: string;
+  links: DashboardLinks;
 }
 
 /** The links between an installation's two pages. */
-export function Tabs({ installationId, current }: { installationId: string; current: 'overview' | 'sessions' }) {
+export function Tabs({
+  installationId,
+  current,
+  links,
+}: {
+  installationId: string;
+  current: 'overview' | 'sessions';
+  links: DashboardLinks;
+}) {
   return (
     <nav class="tabs" aria-label="Installation">
-      <a href={installationPath(installationId)} aria-current={current === 'overview' ? 'page' : undefined}>
+      <a href={links.installation(installationId)} aria-current={current === 'overview' ? 'page' : undefined}>
         Overview
       </a>
-      <a href={sessionsPath(installationId)} aria-current={current === 'sessions' ? 'page' : undefined}>
+      <a href={links.sessions(installationId)} aria-current={current === 'sessions' ? 'page' : undefined}>
         Charging sessions
       </a>
     </nav>
@@ -53,10 +62,10 @@ export function Tabs({ installationId, current }: { installationId: string; curr
 export function InstallationPage(view: InstallationView) {
   const title = installationTitle(view.names, view.installationId);
   return (
-    <Layout title={title} formToken={view.formToken}>
+    <Layout title={title} links={view.links} formToken={view.formToken}>
       <h1 safe>{title}</h1>
       <p class="id muted" safe>{`Installation ${view.installationId}`}</p>
-      <Tabs installationId={view.installationId} current="overview" />
+      <Tabs installationId={view.installationId} current="overview" links={view.links} />
       <Consumption view={view} />
       <div class="cards">
         <Lifetime lifetime={view.consumption.lifetime} />
@@ -65,18 +74,18 @@ export function InstallationPage(view: InstallationView) {
       <Health view={view} />
       <Latest latest={view.latest} now={view.now} />
       <Devices view={view} />
-      <Exports installationId={view.installationId} />
+      <Exports installationId={view.installationId} links={view.links} />
     </Layout>
   );
 }
 
-function PeriodLinks({ installationId, period }: { installationId: string; period: Period }) {
+function PeriodLinks({ view }: { view: InstallationView }) {
   return (
     <nav class="periods" aria-label="Period">
       {PERIODS.map((days) => (
         <a
-          href={`${installationPath(installationId)}?days=${days}`}
-          aria-current={days === period ? 'page' : undefined}
+          href={`${view.links.installation(view.installationId)}?days=${days}`}
+          aria-current={days === view.period ? 'page' : undefined}
           safe
         >{`${days} days`}</a>
       ))}
@@ -107,7 +116,7 @@ function Consumption({ view }: { view: InstallationView }) {
   return (
     <section aria-labelledby="consumption">
       <h2 id="consumption">Consumption</h2>
-      <PeriodLinks installationId={view.installationId} period={view.period} />
+      <PeriodLinks view={view} />
       <p safe>{`Last ${view.period} days: ${totalText(total)}.`}</p>
       <div class="pair">
         <div>
@@ -341,7 +350,7 @@ function Devices({ view }: { view: InstallationView }) {
 
 function RevokeForm({ view, device }: { view: InstallationView; device: Device }) {
   return (
-    <form method="post" action={revokePath(view.installationId, device.id)}>
+    <form method="post" action={view.links.revoke(view.installationId, device.id)}>
       <FormToken token={view.formToken} />
       <button type="submit" class="danger" aria-label={`Revoke ${device.name ?? 'the device without a name'}`}>
         Revoke
@@ -360,14 +369,14 @@ const EXPORTS = [
   ['sessions', 'ndjson', 'Charging sessions (NDJSON)'],
 ] as const;
 
-function Exports({ installationId }: { installationId: string }) {
+function Exports({ installationId, links }: { installationId: string; links: DashboardLinks }) {
   return (
     <section aria-labelledby="exports">
       <h2 id="exports">Export</h2>
       <ul class="links">
         {EXPORTS.map(([kind, format, text]) => (
           <li>
-            <a href={exportPath(installationId, kind, format)}>{text}</a>
+            <a href={links.export(installationId, kind, format)}>{text}</a>
           </li>
         ))}
       </ul>

@@ -4,7 +4,7 @@ import { ageText, utcText } from './format.ts';
 import type { ForwardingStatus } from '../planner/status.ts';
 import { healthOf, type Health } from './forwarding.ts';
 import { Layout } from './layout.tsx';
-import { installationPath } from './paths.ts';
+import type { DashboardLinks } from './paths.ts';
 
 export interface InstallationRow {
   installationId: string;
@@ -34,13 +34,15 @@ export function InstallationsPage({
   rows,
   now,
   formToken,
+  links,
 }: {
   rows: InstallationRow[];
   now: number;
   formToken: string;
+  links: DashboardLinks;
 }) {
   return (
-    <Layout title="Installations" formToken={formToken}>
+    <Layout title="Installations" links={links} formToken={formToken}>
       <h1>Installations</h1>
       {rows.length === 0 ? (
         <section>
@@ -55,7 +57,7 @@ export function InstallationsPage({
           {rows.map((row) => (
             <section>
               <h2>
-                <a href={installationPath(row.installationId)} safe>
+                <a href={links.installation(row.installationId)} safe>
                   {installationTitle(row.names, row.installationId)}
                 </a>
               </h2>

@@ -2,8 +2,7 @@
 /** The frame of every dashboard page: the stylesheet, the header with the way home and the sign-out form. */
 import type { Children } from '@kitajs/html';
 import { PageHead } from '../pairing/page.tsx';
-import { DASHBOARD_PATH, SIGN_OUT_PATH } from './paths.ts';
-import { STYLE_PATH } from './style.ts';
+import type { DashboardLinks } from './paths.ts';
 
 /** The name of the form field holding the session's form token. */
 export const FORM_TOKEN_FIELD = 'form_token';
@@ -14,22 +13,32 @@ export function FormToken({ token }: { token: string }) {
 }
 
 /** `formToken`: the signed-in session's, which shows the sign-out form; none on the sign-in page. */
-export function Layout({ title, formToken, children }: { title: string; formToken?: string; children: Children }) {
+export function Layout({
+  title,
+  links,
+  formToken,
+  children,
+}: {
+  title: string;
+  links: DashboardLinks;
+  formToken?: string;
+  children: Children;
+}) {
   return (
     <html lang="en">
       <PageHead title={title}>
         <meta name="color-scheme" content="light dark" />
-        <link rel="stylesheet" href={STYLE_PATH} />
+        <link rel="stylesheet" href={links.style} />
       </PageHead>
       <body>
         <header>
-          <a class="brand" href={DASHBOARD_PATH}>
+          <a class="brand" href={links.home}>
             ev-ingest
           </a>
           {formToken === undefined ? (
             ''
           ) : (
-            <form method="post" action={SIGN_OUT_PATH}>
+            <form method="post" action={links.signOut}>
               <FormToken token={formToken} />
               <button type="submit" class="plain">
                 Sign out

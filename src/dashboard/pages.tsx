@@ -17,7 +17,7 @@ import { isUuid } from '../uuid.ts';
 import { consumptionView, dateOf, PERIODS, type Period } from './consumption-view.ts';
 import { InstallationPage } from './installation.tsx';
 import { InstallationsPage } from './installations.tsx';
-import { DASHBOARD_PATH, installationPath } from './paths.ts';
+import { DASHBOARD_PATH, type DashboardLinks } from './paths.ts';
 import { notFoundPage, redirect, type SignedInRoutes } from './routes.tsx';
 import { ConsumptionSummaries, type DashboardSession } from './service.ts';
 import { SessionPage, SessionsPage } from './sessions.tsx';
@@ -36,7 +36,7 @@ const SESSIONS_PER_PAGE = 50;
 
 const DAY_MS = 86_400_000;
 
-export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): SignedInRoutes {
+export function ownerPages(reads: OwnerReads, links: DashboardLinks, log: Logger, now: () => number): SignedInRoutes {
   const summaries = new ConsumptionSummaries(reads.consumption);
   /** The installation a path names, with its device names; null for an id that is not one, or holds nothing here. */
   const installationOf = (id: string | undefined) => {
@@ -54,12 +54,12 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
       samplesToday: today.get(known.installationId) ?? 0,
       forwarding: reads.plannerStatus.status(known.installationId),
     }));
-    return pageAnswer(200, <InstallationsPage rows={rows} now={at} formToken={session.formToken} />);
+    return pageAnswer(200, <InstallationsPage rows={rows} now={at} formToken={session.formToken} links={links} />);
   };
 
   const installation = (request: Request, session: DashboardSession, params: Record<string, string>) => {
     const known = installationOf(params.installationId);
-    if (known === null) return notFoundPage('installation');
+    if (known === null) return notFoundPage(links, 'installation');
     const { installationId, names } = known;
     const at = now();
     const period = periodOf(new URL(request.url).searchParams.get('days'));
@@ -75,18 +75,23 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
         devices={reads.devices.list().filter((device) => device.installationId === installationId)}
         now={at}
         formToken={session.formToken}
+        links={links}
       />,
     );
   };
 
   const sessions = (request: Request, session: DashboardSession, params: Record<string, string>) => {
     const known = installationOf(params.installationId);
-    if (known === null) return notFoundPage('installation');
+    if (known === null) return notFoundPage(links, 'installation');
     const before = new URL(request.url).searchParams.get('before') ?? undefined;
     const page = reads.sessions.list(known.installationId, { limit: SESSIONS_PER_PAGE, before });
     return pageAnswer(
       200,
-      <SessionsPage owner={{ ...known, formToken: session.formToken }} sessions={page.sessions} next={page.next} />,
+      <SessionsPage
+        owner={{ ...known, formToken: session.formToken, links }}
+        sessions={page.sessions}
+        next={page.next}
+      />,
     );
   };
 
@@ -94,8 +99,8 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
     const known = installationOf(params.installationId);
     const found =
       known && params.sessionId !== undefined ? reads.sessions.one(known.installationId, params.sessionId) : null;
-    if (known === null || found === null) return notFoundPage('charging session');
-    return pageAnswer(200, <SessionPage owner={{ ...known, formToken: session.formToken }} session={found} />);
+    if (known === null || found === null) return notFoundPage(links, 'charging session');
+    return pageAnswer(200, <SessionPage owner={{ ...known, formToken: session.formToken, links }} session={found} />);
   };
 
   /** The export a file name asks for (`telemetry.csv`), streamed as the /v1 export routes stream it. */
@@ -103,7 +108,7 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
     const known = installationOf(params.installationId);
     const [kind, format] = (params.file ?? '').split('.') as [ExportKind, string];
     const formats: readonly string[] | undefined = Object.hasOwn(exportFormats, kind) ? exportFormats[kind] : undefined;
-    if (known === null || !formats?.includes(format)) return notFoundPage('export');
+    if (known === null || !formats?.includes(format)) return notFoundPage(links, 'export');
     return attachment(reads.ownerData.exportStream(kind, known.installationId, format as never));
   };
 
@@ -114,10 +119,10 @@ export function ownerPages(reads: OwnerReads, log: Logger, now: () => number): S
     const owned =
       known !== null &&
       reads.devices.list().some((device) => device.id === id && device.installationId === known.installationId);
-    if (!owned) return notFoundPage('device');
+    if (!owned) return notFoundPage(links, 'device');
     await reads.devices.revoke(id);
     log.info('device.revoked', { device: id, by: 'dashboard' });
-    return redirect(`${installationPath(known.installationId)}#devices`);
+    return redirect(`${links.installation(known.installationId)}#devices`);
   };
 
   const installationRoute = `${DASHBOARD_PATH}/installations/:installationId`;

@@ -17,7 +17,7 @@ import { readForm } from '../pairing/routes.tsx';
 import { clearedCookie, sessionCookie, sessionToken } from './cookie.ts';
 import { FORM_TOKEN_FIELD } from './layout.tsx';
 import { MessagePage } from './message.tsx';
-import { DASHBOARD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH } from './paths.ts';
+import { DASHBOARD_PATH, type DashboardLinks, SIGN_IN_PATH, SIGN_OUT_PATH } from './paths.ts';
 import type { DashboardSession, DashboardSessions } from './service.ts';
 import { SignInPage } from './sign-in.tsx';
 import { DASHBOARD_CSS, STYLE_PATH } from './style.ts';
@@ -32,6 +32,8 @@ export const DASHBOARD_HEADERS = { ...pageHeaders(`'self'`), 'Referrer-Policy': 
 export interface DashboardDeps {
   sessions: DashboardSessions;
   config: Pick<Config, 'publicUrl' | 'trustProxy'>;
+  /** The addresses the pages and redirects send to the browser (under PUBLIC_URL's path). */
+  links: DashboardLinks;
   /** The bounds of the bodies anyone may send: small, an oversized one drained a little. */
   bodyBounds: BodyBounds;
   log: Logger;
@@ -76,7 +78,8 @@ type Handler = (
   params: Record<string, string>,
 ) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
-export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites, pages, peerOf }: DashboardDeps) {
+export function dashboardRoutes(deps: DashboardDeps) {
+  const { sessions, config, bodyBounds, log, crossSites, pages, peerOf, links } = deps;
   const crossSiteLog: CrossSiteLog = { repeats: crossSites, log, peerOf };
   /** Who signs in: the client's address (no session yet), as the lockout counts it. */
   const presenterOf = (request: Request): Presenter => ({
@@ -84,10 +87,10 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   });
 
   const signInPage = (status: number, notice?: string, headers?: Record<string, string>) =>
-    pageAnswer(status, <SignInPage notice={notice} />, headers);
+    pageAnswer(status, <SignInPage notice={notice} links={links} />, headers);
 
   const showSignIn = async (request: Request) => {
-    if (await sessions.open(sessionToken(request, config))) return redirect(DASHBOARD_PATH);
+    if (await sessions.open(sessionToken(request, config))) return redirect(links.home);
     // Said before any password is typed, so that nobody types it during a lockout only to be refused.
     const lockout = sessions.lockout(presenterOf(request));
     return signInPage(200, lockout.seconds > 0 ? lockedText(lockout) : undefined);
@@ -108,7 +111,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
         : signInPage(403, wrongPasswordText(result.triesLeft));
     }
     log.info('dashboard.signed_in', { address: who.address });
-    return redirect(DASHBOARD_PATH, { 'Set-Cookie': sessionCookie(result.token, request, config) });
+    return redirect(links.home, { 'Set-Cookie': sessionCookie(result.token, request, config) });
   };
 
   /** Opens the request's session, or sends the browser to the sign-in page (forgetting a dead cookie). */
@@ -118,7 +121,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
       const token = sessionToken(request, config);
       const session = await sessions.open(token);
       if (session === null)
-        return redirect(SIGN_IN_PATH, token === null ? {} : { 'Set-Cookie': clearedCookie(request, config) });
+        return redirect(links.signIn, token === null ? {} : { 'Set-Cookie': clearedCookie(request, config) });
       const answer = await handle(request, session, params);
       if (session.renewed) withHeader(answer, 'Set-Cookie', sessionCookie(session.token, request, config));
       return answer;
@@ -136,7 +139,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
   const signOut = signedInForm(async (request, session) => {
     await sessions.signOut(session);
     log.info('dashboard.signed_out');
-    return redirect(SIGN_IN_PATH, { 'Set-Cookie': clearedCookie(request, config) });
+    return redirect(links.signIn, { 'Set-Cookie': clearedCookie(request, config) });
   });
 
   /** A form refused before anything was done: another site's, or one without this session's token. */
@@ -147,6 +150,7 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
       <MessagePage
         title="Form not accepted"
         text="This form did not come from this dashboard's current page. Reload the page and try again."
+        links={links}
       />,
     );
   };
@@ -155,17 +159,17 @@ export function dashboardRoutes({ sessions, config, bodyBounds, log, crossSites,
     // Pages are rendered by @elysiajs/html; detection off, so no other route's answer is inspected.
     .use(html({ autoDetect: false, contentType: 'text/html; charset=utf-8' }))
     .get(STYLE_PATH, () => new Response(DASHBOARD_CSS, { headers: STYLE_HEADERS }))
-    .get(SIGN_IN_PATH, page(showSignIn, log))
-    .post(SIGN_IN_PATH, page(signIn, log), handlerReadsBody)
-    .post(SIGN_OUT_PATH, page(signOut, log), handlerReadsBody);
-  for (const [path, handle] of Object.entries(pages.get)) app.get(path, page(signedIn(handle), log));
+    .get(SIGN_IN_PATH, page(showSignIn, deps))
+    .post(SIGN_IN_PATH, page(signIn, deps), handlerReadsBody)
+    .post(SIGN_OUT_PATH, page(signOut, deps), handlerReadsBody);
+  for (const [path, handle] of Object.entries(pages.get)) app.get(path, page(signedIn(handle), deps));
   for (const [path, handle] of Object.entries(pages.post))
-    app.post(path, page(signedInForm(handle), log), handlerReadsBody);
+    app.post(path, page(signedInForm(handle), deps), handlerReadsBody);
   // Any other method or path under /dashboard, the bare path included, is a page too: with the page headers.
   for (const path of [DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) {
     app.all(
       path,
-      page(() => notFoundPage(), log),
+      page(() => notFoundPage(links), deps),
       handlerReadsBody,
     );
   }
@@ -188,8 +192,11 @@ function retryAfter(seconds: number): Record<string, string> {
   return { 'Retry-After': String(seconds) };
 }
 
-export function notFoundPage(what = 'page'): PageAnswer {
-  return pageAnswer(404, <MessagePage title="Not found" text={`There is no such ${what} on this dashboard.`} />);
+export function notFoundPage(links: DashboardLinks, what = 'page'): PageAnswer {
+  return pageAnswer(
+    404,
+    <MessagePage title="Not found" text={`There is no such ${what} on this dashboard.`} links={links} />,
+  );
 }
 
 function withHeader(answer: PageAnswer | Response, name: string, value: string): void {
@@ -198,9 +205,9 @@ function withHeader(answer: PageAnswer | Response, name: string, value: string):
 }
 
 /** Every dashboard answer carries the page headers, failures included; a Response (an export) goes out as it is. */
-function page(handle: Handler, log: Logger) {
+function page(handle: Handler, deps: Pick<DashboardDeps, 'log' | 'links'>) {
   return async ({ request, params, set, html }: PageContext) => {
-    const answer = await answerOf(handle, request, params ?? {}, log);
+    const answer = await answerOf(handle, request, params ?? {}, deps);
     if (answer instanceof Response) return answer;
     set.status = answer.status;
     Object.assign(set.headers, DASHBOARD_HEADERS, answer.headers);
@@ -208,21 +215,26 @@ function page(handle: Handler, log: Logger) {
   };
 }
 
-async function answerOf(handle: Handler, request: Request, params: Record<string, string>, log: Logger) {
+async function answerOf(
+  handle: Handler,
+  request: Request,
+  params: Record<string, string>,
+  { log, links }: Pick<DashboardDeps, 'log' | 'links'>,
+) {
   try {
     return await handle(request, params);
   } catch (error) {
     if (error instanceof HttpError && error.status === 400) {
       return pageAnswer(
         400,
-        <MessagePage title="Form not accepted" text={`The form could not be read (${error.message}).`} />,
+        <MessagePage title="Form not accepted" text={`The form could not be read (${error.message}).`} links={links} />,
         error.headers,
       );
     }
     log.error('dashboard.page_failed', { error: describeError(error) });
     return pageAnswer(
       500,
-      <MessagePage title="Something went wrong" text="The server could not complete this. Try again." />,
+      <MessagePage title="Something went wrong" text="The server could not complete this. Try again." links={links} />,
     );
   }
 }

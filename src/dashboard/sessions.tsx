@@ -9,12 +9,13 @@ import { durationText, quantityText, utcText } from './format.ts';
 import { Tabs } from './installation.tsx';
 import { installationTitle } from './installations.tsx';
 import { Layout, ScrollBox } from './layout.tsx';
-import { sessionPath, sessionsPath } from './paths.ts';
+import type { DashboardLinks } from './paths.ts';
 
 interface Owner {
   installationId: string;
   names: string[];
   formToken: string;
+  links: DashboardLinks;
 }
 
 /** The session's energy and the state of charge it went from and to. */
@@ -36,10 +37,10 @@ export function SessionsPage({
 }) {
   const title = installationTitle(owner.names, owner.installationId);
   return (
-    <Layout title={`Charging sessions · ${title}`} formToken={owner.formToken}>
+    <Layout title={`Charging sessions · ${title}`} links={owner.links} formToken={owner.formToken}>
       <h1 safe>{title}</h1>
       <p class="id muted" safe>{`Installation ${owner.installationId}`}</p>
-      <Tabs installationId={owner.installationId} current="sessions" />
+      <Tabs installationId={owner.installationId} current="sessions" links={owner.links} />
       <section aria-labelledby="sessions">
         <h2 id="sessions">Charging sessions</h2>
         {sessions.length === 0 ? (
@@ -51,7 +52,7 @@ export function SessionsPage({
               {sessions.map((s) => (
                 <li>
                   <h3>
-                    <a href={sessionPath(owner.installationId, s.sessionId)} safe>
+                    <a href={owner.links.session(owner.installationId, s.sessionId)} safe>
                       {utcText(s.startedAt)}
                     </a>
                   </h3>
@@ -82,7 +83,9 @@ export function SessionsPage({
           ''
         ) : (
           <p>
-            <a href={`${sessionsPath(owner.installationId)}?before=${encodeURIComponent(next)}`}>Older sessions</a>
+            <a href={`${owner.links.sessions(owner.installationId)}?before=${encodeURIComponent(next)}`}>
+              Older sessions
+            </a>
           </p>
         )}
       </section>
@@ -96,10 +99,10 @@ export function SessionPage({ owner, session }: { owner: Owner; session: Session
   const curve = session.curve ?? [];
   const soc = curve.filter((p) => p.socPercent !== undefined);
   return (
-    <Layout title={`Charging session · ${utcText(session.startedAt)}`} formToken={owner.formToken}>
+    <Layout title={`Charging session · ${utcText(session.startedAt)}`} links={owner.links} formToken={owner.formToken}>
       <h1 safe>{`Charging session of ${utcText(session.startedAt)}`}</h1>
       <p>
-        <a href={sessionsPath(owner.installationId)}>All charging sessions</a>
+        <a href={owner.links.sessions(owner.installationId)}>All charging sessions</a>
       </p>
       <section aria-labelledby="summary">
         <h2 id="summary">Summary</h2>
