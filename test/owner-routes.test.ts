@@ -428,6 +428,8 @@ describe('GET /v1/charging-sessions?format=…', () => {
     expect(csv.response.headers.get('content-disposition')).toBe(
       `attachment; filename="charging-sessions-${INSTALLATION}.csv"`,
     );
+    // The columns in the JSON answer's order.
+    expect(csv.text.slice(0, csv.text.indexOf('\r\n'))).toBe(Object.keys(listed('s1', STARTED + 1000)).join(','));
     const records = parseCsv(csv.text, { columns: true }) as Record<string, string>[];
     expect(records.map((r) => r.sessionId)).toEqual(['s1', 's0']);
     expect(records[0]).toEqual(

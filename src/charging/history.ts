@@ -3,10 +3,12 @@
  * session with its curve, and every session of a range a page at a time (the export).
  */
 import type { Database } from 'bun:sqlite';
+import { getTableColumns } from 'drizzle-orm';
 import { isoOrNull } from '../clock.ts';
 import { badRequest } from '../http/errors.ts';
 import { limits } from '../limits.ts';
 import type { ChargingSession, CurvePoint } from './model.ts';
+import { chargingSessions } from './table.ts';
 
 /** A range of `startedAt` (Unix ms), both ends included; an absent end is open. */
 export interface StartedRange {
@@ -30,12 +32,13 @@ interface Position {
   sessionId: string;
 }
 
-/** The columns of a session in the answer's order, `curve` and the row's own names apart. */
-const SUMMARY_COLUMNS = `installation_id AS installationId, session_id AS sessionId, started_at AS startedAt,
-  ended_at AS endedAt, energy_kwh AS energyKwh, duration_seconds AS durationSeconds, metered_seconds AS meteredSeconds,
-  charging_loss_percent AS chargingLossPercent, grid_energy_kwh AS gridEnergyKwh, price_per_kwh AS pricePerKwh,
-  total_cost AS totalCost, start_soc_percent AS startSocPercent, end_soc_percent AS endSocPercent,
-  last_power AS lastPower, curve_interval_ms AS curveIntervalMs, is_demo AS isDemo, received_at AS receivedAt`;
+/** The table's columns but the curve, in its order, which is the answer's: one list, the table's. */
+const summaryColumns = Object.entries(getTableColumns(chargingSessions)).filter(([key]) => key !== 'curve');
+
+/** A session's fields without its curve, in the answer's order (the export's CSV columns). */
+export const SUMMARY_FIELDS = summaryColumns.map(([key]) => key as keyof SessionSummary);
+
+const SUMMARY_COLUMNS = summaryColumns.map(([key, column]) => `${column.name} AS ${key}`).join(', ');
 
 type SummaryRow = Omit<SessionSummary, 'isDemo' | 'receivedAt'> & { isDemo: number | null; receivedAt: number | null };
 

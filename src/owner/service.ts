@@ -3,7 +3,7 @@
  * routes of `/v1` and the dashboard's pages both read through here.
  */
 import type { Database } from 'bun:sqlite';
-import type { ChargingHistory, SessionSummary, StartedRange } from '../charging/history.ts';
+import { SUMMARY_FIELDS, type ChargingHistory, type SessionSummary, type StartedRange } from '../charging/history.ts';
 import type { Consumption, ConsumptionDay } from '../consumption/service.ts';
 import type { DeviceRegistry } from '../devices/service.ts';
 import { SampleHistory, type UtcRange } from '../telemetry/history.ts';
@@ -183,31 +183,10 @@ function dayStream(pages: Iterator<ConsumptionDay[]>, format: ExportFormat): Rea
     : pagedStream(DAY_CSV_HEADER, pages, dayCsvLine, '');
 }
 
-/** The sessions CSV's columns: a session's fields in the list's order, without the curve. */
-const SESSION_COLUMNS = [
-  'installationId',
-  'sessionId',
-  'startedAt',
-  'endedAt',
-  'energyKwh',
-  'durationSeconds',
-  'meteredSeconds',
-  'chargingLossPercent',
-  'gridEnergyKwh',
-  'pricePerKwh',
-  'totalCost',
-  'startSocPercent',
-  'endSocPercent',
-  'lastPower',
-  'curveIntervalMs',
-  'isDemo',
-  'receivedAt',
-] as const satisfies readonly (keyof SessionSummary)[];
-
-const sessionCsvLine = (session: SessionSummary) => csvLine(SESSION_COLUMNS.map((column) => session[column]));
+const sessionCsvLine = (session: SessionSummary) => csvLine(SUMMARY_FIELDS.map((column) => session[column]));
 
 function sessionStream(pages: Iterator<SessionSummary[]>, format: ExportFormat): ReadableStream<Uint8Array> {
   return format === 'ndjson'
     ? pagedStream('', pages, jsonLine, '')
-    : pagedStream(csvLine(SESSION_COLUMNS), pages, sessionCsvLine, '');
+    : pagedStream(csvLine(SUMMARY_FIELDS), pages, sessionCsvLine, '');
 }
