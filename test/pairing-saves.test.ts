@@ -207,6 +207,20 @@ describe('an approval still being saved', () => {
     return { registry: registry as unknown as DeviceRegistry, commit: () => commit(), revoked };
   }
 
+  /** A pairing book on a registry that saves only when told, and the /pair routes over it. */
+  function slowPairing(drawCode?: () => string) {
+    const { registry, commit, revoked } = slowRegistry();
+    const book = new PairingBook(registry, createMemoryLogger(), now, drawCode);
+    const routes = pairingRoutes({
+      book,
+      lock: new ApprovalLock(PASSWORD, now),
+      config: testConfig(tempDir(), { approvalPassword: PASSWORD }),
+      bodyBounds: pairingBodyBounds,
+      ...routeLogs(),
+    });
+    return { book, routes, commit, revoked };
+  }
+
   test('a second decision meanwhile is told "being approved"; a request replaced then takes its device', async () => {
     const { registry, commit, revoked } = slowRegistry();
     const book = new PairingBook(registry, createMemoryLogger(), now);
@@ -237,16 +251,8 @@ describe('an approval still being saved', () => {
   });
 
   test('a request that expired while its approval was saved leaves its code to a later one that drew it', async () => {
-    const { registry, commit, revoked } = slowRegistry();
     const drawn = ['BBBBBBBB', 'BBBBBBBB', 'CCCCCCCC']; // the second draws the first one's code (C were it still taken)
-    const book = new PairingBook(registry, createMemoryLogger(), now, () => drawn.shift()!);
-    const routes = pairingRoutes({
-      book,
-      lock: new ApprovalLock(PASSWORD, now),
-      config: testConfig(tempDir()),
-      bodyBounds: pairingBodyBounds,
-      ...routeLogs(),
-    });
+    const { book, routes, commit, revoked } = slowPairing(() => drawn.shift()!);
     const first = await book.start(INSTALLATION, 'MG4');
     const deciding = book.decide(first, 'approve');
     clock += 10 * MINUTE;
@@ -261,16 +267,7 @@ describe('an approval still being saved', () => {
   });
 
   test('a /pair approval whose request expires while saved answers 404, the code in its field as typed', async () => {
-    const { registry, commit, revoked } = slowRegistry();
-    const book = new PairingBook(registry, createMemoryLogger(), now);
-    const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({
-      book,
-      lock: new ApprovalLock(PASSWORD, now),
-      config,
-      bodyBounds: pairingBodyBounds,
-      ...routeLogs(),
-    });
+    const { book, routes, commit, revoked } = slowPairing();
     const request = await book.start(INSTALLATION, 'MG4');
     const typed = displayUserCode(request.userCode).toLowerCase().replace('-', ' ');
     const form = new URLSearchParams({ code: ` ${typed} `, password: PASSWORD, decision: 'approve' });
@@ -313,16 +310,7 @@ describe('an approval still being saved', () => {
   });
 
   test('/pair shows "Being approved" to a look and a second decision meanwhile, then the outcome', async () => {
-    const { registry, commit } = slowRegistry();
-    const book = new PairingBook(registry, createMemoryLogger(), now);
-    const config = testConfig(tempDir(), { approvalPassword: PASSWORD });
-    const routes = pairingRoutes({
-      book,
-      lock: new ApprovalLock(PASSWORD, now),
-      config,
-      bodyBounds: pairingBodyBounds,
-      ...routeLogs(),
-    });
+    const { book, routes, commit } = slowPairing();
     const request = await book.start(INSTALLATION, 'MG4');
     const code = displayUserCode(request.userCode);
     const look = () => routes.handle(new Request(`http://localhost/pair?code=${code}`));
