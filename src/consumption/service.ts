@@ -4,6 +4,7 @@
  */
 import type { Database } from 'bun:sqlite';
 import type { Committer } from '../db/committer.ts';
+import { RecentMap } from '../http/recent-map.ts';
 import { limits } from '../limits.ts';
 import type { Chunk } from './model.ts';
 import {
@@ -37,8 +38,11 @@ interface History {
 }
 
 export class Consumption {
-  /** Serialized answers by installation, the least recently read first: the order of eviction. */
-  private readonly answers = new Map<string, string>();
+  /** Serialized answers by installation; the least recently read is forgotten first. */
+  private readonly answers = new RecentMap<string, string>(limits.historyCachedInstallations);
+  /** By installation, the count of changes when it last changed (a chunk stored, a purge noticed). */
+  private readonly changedAt = new Map<string, number>();
+  private changes = 0;
   /** Chunks stored since the start (the metrics read it). */
   chunksStored = 0;
 
@@ -53,7 +57,7 @@ export class Consumption {
       this.chunksStored += 1;
     } finally {
       // Only after the commit: a read between an earlier forgetting and the commit would cache the old answer.
-      this.answers.delete(chunk.installationId);
+      this.changed(chunk.installationId);
     }
   }
 
@@ -64,7 +68,17 @@ export class Consumption {
 
   /** Forgets the installation's cached answer (its data was deleted by another process). */
   forget(installationId: string): void {
+    this.changed(installationId);
+  }
+
+  /** A number that differs after every change of the installation's consumption: what a derived cache keys on. */
+  version(installationId: string): number {
+    return this.changedAt.get(installationId) ?? 0;
+  }
+
+  private changed(installationId: string): void {
     this.answers.delete(installationId);
+    this.changedAt.set(installationId, ++this.changes);
   }
 
   /**
@@ -95,16 +109,10 @@ export class Consumption {
 
   /** The history of a (lower-case) installation id as JSON text. */
   historyJson(installationId: string): string {
-    let answer = this.answers.get(installationId);
-    if (answer === undefined) {
-      answer = JSON.stringify(historyOf(readHistory(this.db, installationId, limits.historyDays)));
-      if (this.answers.size >= limits.historyCachedInstallations) {
-        this.answers.delete(this.answers.keys().next().value!);
-      }
-    } else {
-      this.answers.delete(installationId); // to the back: the least recently read goes first
-    }
-    this.answers.set(installationId, answer);
+    const answer =
+      this.answers.get(installationId) ??
+      JSON.stringify(historyOf(readHistory(this.db, installationId, limits.historyDays)));
+    this.answers.set(installationId, answer); // as the most recently read
     return answer;
   }
 }

@@ -25,7 +25,7 @@ import { SessionPage, SessionsPage } from './sessions.tsx';
 export interface OwnerReads {
   ownerData: Pick<OwnerData, 'installations' | 'exportStream'>;
   samples: Pick<SampleHistory, 'latest' | 'samplesSince'>;
-  consumption: Pick<Consumption, 'days' | 'historyJson'>;
+  consumption: Pick<Consumption, 'days' | 'version'>;
   sessions: Pick<ChargingHistory, 'list' | 'one'>;
   plannerStatus: Pick<PlannerStatus, 'status'>;
   devices: Pick<DeviceRegistry, 'list' | 'revoke'>;

@@ -8,6 +8,7 @@ import { createHmac, scrypt, timingSafeEqual } from 'node:crypto';
 import type { Consumption } from '../consumption/service.ts';
 import type { Committer } from '../db/committer.ts';
 import { tokenHash } from '../devices/token.ts';
+import { RecentMap } from '../http/recent-map.ts';
 import { limits } from '../limits.ts';
 import type { ApprovalLock, Lockout, Presenter } from '../pairing/lockout.ts';
 import { newSecret } from '../secret.ts';
@@ -135,24 +136,22 @@ function formTokenOf(token: string): string {
 }
 
 /**
- * The consumption summaries of the installation pages, kept per installation while the consumption
- * service's cached history answer stays the same object: that answer is dropped on every chunk write and
- * carries the lifetime sums, so a changed day anywhere changes it. A summary costs a pass over every
- * stored day (~10 ms for 10 years); a page then costs a lookup.
+ * The consumption summaries of the installation pages, kept per installation until its consumption
+ * changes. A summary costs a pass over every stored day (~10 ms for 10 years); a page then costs a lookup.
  */
 export class ConsumptionSummaries {
-  /** By installation, the least recently read first: the order of eviction. */
-  private readonly kept = new Map<string, { history: string; summary: ConsumptionSummary }>();
+  /** By installation; the least recently read is forgotten first. */
+  private readonly kept = new RecentMap<string, { version: number; summary: ConsumptionSummary }>(
+    limits.historyCachedInstallations,
+  );
 
-  constructor(private readonly consumption: Pick<Consumption, 'days' | 'historyJson'>) {}
+  constructor(private readonly consumption: Pick<Consumption, 'days' | 'version'>) {}
 
   of(installationId: string): ConsumptionSummary {
-    const history = this.consumption.historyJson(installationId);
+    const version = this.consumption.version(installationId);
     const kept = this.kept.get(installationId);
-    this.kept.delete(installationId);
-    const summary = kept?.history === history ? kept.summary : summarize(this.consumption.days(installationId));
-    if (this.kept.size >= limits.historyCachedInstallations) this.kept.delete(this.kept.keys().next().value!);
-    this.kept.set(installationId, { history, summary });
+    const summary = kept?.version === version ? kept.summary : summarize(this.consumption.days(installationId));
+    this.kept.set(installationId, { version, summary });
     return summary;
   }
 }

@@ -1,6 +1,6 @@
 /**
- * A map of per-client state holding at most `max` entries: setting one past the cap forgets the least
- * recently set, so a client with many addresses cannot grow the server's memory without limit.
+ * A map holding at most `max` entries: setting one past the cap forgets the least recently set, so that
+ * per-client state or a cache cannot grow the server's memory without limit.
  */
 export class RecentMap<K, V> extends Map<K, V> {
   constructor(private readonly max: number) {
