@@ -65,8 +65,8 @@ describe('samples', () => {
     expect(pages.flat().map((row) => [row[0], row[1]])).toEqual(
       Array.from({ length: 20 }, (_, i) => [UTC + 2 + i, 2 + i]),
     );
-    expect([...service.samples.rows(INSTALLATION)].length).toBe(25);
-    expect([...service.samples.rows(INSTALLATION, { from: UTC + 30 })]).toEqual([]);
+    expect([...service.samples.pages(INSTALLATION)].flat().length).toBe(25);
+    expect([...service.samples.pages(INSTALLATION, { from: UTC + 30 })].flat()).toEqual([]);
     expect(service.samples.samplesSince(UTC + 20)).toEqual(new Map([[INSTALLATION, 5]]));
     expect(service.samples.samplesSince(0)).toEqual(
       new Map([
@@ -114,7 +114,13 @@ describe('charging sessions', () => {
       curve: [{ timestampMs: 1_764_000_004_000, powerKw: 50 }],
     });
     expect(service.sessions.one(OTHER_INSTALLATION, 's4')).toBeNull();
-    expect([...service.sessions.rows(INSTALLATION)].map((s) => s.sessionId)).toEqual(['s4', 's3', 's2', 's1', 's0']);
+    expect([...service.sessions.pages(INSTALLATION)].flat().map((s) => s.sessionId)).toEqual([
+      's4',
+      's3',
+      's2',
+      's1',
+      's0',
+    ]);
   });
 
   test('a cursor not made by the list is a 400 naming before', () => {

@@ -105,11 +105,6 @@ export class ChargingHistory {
     }
   }
 
-  /** Every session of the installation in the range, newest first, read a page at a time (no curve). */
-  *rows(installationId: string, range: StartedRange = {}): Generator<SessionSummary> {
-    for (const page of this.pages(installationId, range)) yield* page;
-  }
-
   private read(installationId: string, { from, to }: StartedRange, start: Position, limit: number): SummaryRow[] {
     return this.page.all({
       installationId,

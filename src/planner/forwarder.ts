@@ -90,7 +90,7 @@ interface ForwarderStats {
 
 /** The forwarder of the service: one per app, started by `resume()` and ended by `stop()`. */
 export class PlannerForwarder implements SampleForwarder {
-  /** Read only by the tests: the service neither logs nor answers them. */
+  /** Counts since the start: `sent` for the metrics, the others for the tests. */
   readonly stats: ForwarderStats = { sent: 0, givenUp: 0, retried: 0, outboxReads: 0 };
   /** Retries and samples given up since the start, by reason (`http_<status>` or the error's class): the metrics'. */
   readonly failures = { retried: new Map<string, number>(), givenUp: new Map<string, number>() };

@@ -97,11 +97,6 @@ export class SampleHistory {
       after = page.at(-1)![0] as number;
     }
   }
-
-  /** The installation's samples in the range, oldest first, read a page at a time. */
-  *rows(installationId: string, range: UtcRange = {}): Generator<SampleRow> {
-    for (const page of this.pages(installationId, range)) yield* page;
-  }
 }
 
 /** A row's stored fields by name, absent ones left out. */
