@@ -324,7 +324,7 @@ describe('GET /v1/consumption/history/{installationId}', () => {
     }
     expect(await answer(await get(INSTALLATION))).toEqual({
       status: 403,
-      body: { error: 'this token may not read that installation' },
+      body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
     });
     expect(await answer(await get(INSTALLATION, null))).toEqual({ status: 401, body: { error: 'unauthorized' } });
     expect(await answer(await get(OTHER_INSTALLATION.toUpperCase()))).toEqual({

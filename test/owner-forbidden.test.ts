@@ -2,7 +2,10 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { answer, INSTALLATION, OTHER_INSTALLATION, startTestService, type TestService } from './support.ts';
 
-const READ_REFUSED = { status: 403, body: { error: 'this token may not read that installation' } };
+const READ_REFUSED = {
+  status: 403,
+  body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
+};
 
 let service: TestService;
 let token: string;

@@ -85,7 +85,9 @@ describe('tokens', () => {
       expect((await get(path)).status).toBe(200);
       const refused = await answer(await get(path, other));
       expect(refused.status).toBe(403);
-      expect(refused.body).toEqual({ error: 'this token may not read that installation' });
+      expect(refused.body).toEqual({
+        error: 'token belongs to another installation; pair this car again after its installation id changed',
+      });
     }
   });
 

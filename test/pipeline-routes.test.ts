@@ -45,7 +45,7 @@ interface PipelineRoute {
 }
 
 const WRITE_REFUSAL = 'token belongs to another installation; pair this car again after its installation id changed';
-const READ_REFUSAL = 'this token may not read that installation';
+const READ_REFUSAL = 'token belongs to another installation; pair this car again after its installation id changed';
 
 const routes: PipelineRoute[] = [
   {

@@ -111,7 +111,10 @@ describe('bearer token', () => {
     const own = await service.request('GET', `/test/owned/${INSTALLATION.toUpperCase()}`, { token: deviceToken });
     expect(own.status).toBe(204);
     const other = await service.request('GET', `/test/owned/${OTHER_INSTALLATION}`, { token: deviceToken });
-    expect(await answer(other)).toEqual({ status: 403, body: { error: 'this token may not read that installation' } });
+    expect(await answer(other)).toEqual({
+      status: 403,
+      body: { error: 'token belongs to another installation; pair this car again after its installation id changed' },
+    });
   });
 
   test('a path id is validated before ownership: 400 naming installationId for any token, then 403', async () => {

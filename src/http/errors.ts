@@ -12,7 +12,6 @@ export const messages = {
   bodyNotObject: 'body must be a JSON object',
   formNotUrlEncoded: 'form must be sent as application/x-www-form-urlencoded',
   otherInstallation: 'token belongs to another installation; pair this car again after its installation id changed',
-  readOtherInstallation: 'this token may not read that installation',
   notFound: 'not found',
   tooManyPairingRequests: 'too many pairing requests',
   crossSite: 'a web page of another site may not start or poll pairing',

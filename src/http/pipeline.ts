@@ -92,9 +92,7 @@ export function pipeline({ auth, bodyBounds, approval }: PipelineDeps) {
     owned: (read: (parts: RequestParts) => OfInstallation) => ({
       resolve: ({ request, params, body }: { request: Request; params: Record<string, string>; body: unknown }) => {
         const owned = read(requestParts(request, params, body as JsonObject));
-        // A read is refused in words of its own.
-        const refusal = isRead(request) ? messages.readOtherInstallation : messages.otherInstallation;
-        assertMayUse(callerOf(request), owned.installationId, refusal);
+        assertMayUse(callerOf(request), owned.installationId);
         return { owned };
       },
     }),
@@ -111,8 +109,6 @@ function requestParts(request: Request, params: Record<string, string>, body: Js
     },
   };
 }
-
-const isRead = (request: Request) => request.method === 'GET' || request.method === 'HEAD';
 
 /** The hooks of `auth: 'approval'`: the password before anything else; the body is never read. */
 function password(approval: ApprovalCheck | undefined) {
