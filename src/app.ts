@@ -236,10 +236,6 @@ export type Service = ReturnType<typeof createApp>;
 
 type HeadersOfAnswer = Record<string, string | number>;
 
-/**
- * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
- * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
- */
 /** Every operation the API document describes: the pairing and device ones only when pairing is on. */
 export const apiOperations = (pairingOn: boolean): ApiOperation[] => [
   ...healthApi,
@@ -251,6 +247,10 @@ export const apiOperations = (pairingOn: boolean): ApiOperation[] => [
   ...(pairingOn ? [...pairingApi, ...deviceApi] : []),
 ];
 
+/**
+ * No answer of the API (ingest, relay, data, devices, pairing), errors included, may be kept by a cache: they
+ * hold a car's data or a secret. Set before routing, so even an unknown path's 404 carries it.
+ */
 export function storeNothingOfTheApi({ request, set }: { request: Request; set: { headers: HeadersOfAnswer } }): void {
   if (isApiPath(pathOf(request.url))) set.headers['cache-control'] = NO_STORE;
 }

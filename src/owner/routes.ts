@@ -27,10 +27,8 @@ export interface OwnerDataDeps {
   plannerStatus: PlannerStatus;
 }
 
-/** Answers hold the owner's data (locations among them): no cache along the way may keep them. */
+/** Exports hold the owner's data (locations among them): no cache along the way may keep them. */
 const NO_STORE = { 'cache-control': 'no-store' };
-
-const json = (value: unknown) => Response.json(value, { headers: NO_STORE });
 
 const DOWNLOAD_HEADERS = { 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' };
 
@@ -66,14 +64,16 @@ export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, planne
         const asked = owned as SessionsAsked;
         if (asked.kind === 'export')
           return attachment(ownerData.exportStream('sessions', asked.installationId, asked.format, asked.range));
-        return json(sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }));
+        return Response.json(
+          sessions.list(asked.installationId, { ...asked.range, limit: asked.limit, before: asked.before }),
+        );
       },
       { auth: 'ingest', owned: ({ query }: RequestParts) => parseSessionsQuery(query) },
     )
     .get(
       '/v1/charging-sessions/*',
       ({ owned, params }) =>
-        json(sessions.one(owned.installationId, params.sessionId) ?? notFoundError(messages.sessionNotFound)),
+        Response.json(sessions.one(owned.installationId, params.sessionId) ?? notFoundError(messages.sessionNotFound)),
       {
         auth: 'ingest',
         path: 'sessionId',
@@ -83,7 +83,7 @@ export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, planne
     )
     .get(
       '/v1/telemetry/latest/*',
-      ({ owned }) => json(samples.latest(owned.installationId) ?? notFoundError(messages.noSamples)),
+      ({ owned }) => Response.json(samples.latest(owned.installationId) ?? notFoundError(messages.noSamples)),
       pathRead(),
     )
     .get(
@@ -102,7 +102,7 @@ export function ownerDataRoutes({ pipeline, ownerData, samples, sessions, planne
       },
       { ...pathRead(), owned: consumptionExport },
     )
-    .get('/v1/planner/status/*', ({ owned }) => json(plannerStatus.status(owned.installationId)), pathRead());
+    .get('/v1/planner/status/*', ({ owned }) => Response.json(plannerStatus.status(owned.installationId)), pathRead());
 }
 
 function notFoundError(message: string): never {

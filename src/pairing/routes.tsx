@@ -30,7 +30,6 @@ import {
   LOCKED_TITLE,
   lockedText,
   MessagePage,
-  NO_STORE,
   NOT_A_CODE,
   NOT_ALLOWED,
   OutcomePage,
@@ -175,8 +174,6 @@ function carRoutes(
       .onBeforeHandle(({ request }) => {
         if (isFetchedCrossSite(request, config, crossSiteLog)) throw forbidden(messages.crossSite);
       })
-      // After the handler only: a refusal (answered by the app's onError) holds no secret.
-      .onAfterHandle(({ set }) => void (set.headers['cache-control'] = NO_STORE))
       .post(
         '/v1/pair/start',
         async ({ request }) => {

@@ -8,7 +8,7 @@ import { HttpError } from '../http/errors.ts';
 import type { Relay } from './service.ts';
 
 const PATH = '/abrp/1/tlm/send';
-const HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' };
+const HEADERS = { 'content-type': 'application/json' };
 const OK = JSON.stringify({ status: 'ok' });
 
 export function relayRoutes(relay: Relay) {
