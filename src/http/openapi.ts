@@ -7,7 +7,7 @@ import { Type, type TObject, type TSchema } from '@sinclair/typebox';
 import { limits } from '../limits.ts';
 import { VERSION } from '../version.ts';
 import { messages } from './errors.ts';
-import { explained, uuid } from './validate.ts';
+import { explained, TIME_MS_MAX, TIME_MS_MIN, uuid } from './validate.ts';
 
 /** Who may call an operation: a car's token (or INGEST_TOKEN), the approval password, or anyone. */
 export type ApiSecurity = 'ingest' | 'approvalPassword' | 'none';
@@ -58,7 +58,7 @@ export const InstallationPath = explained(Type.Object({ installationId: Uuid('Th
 
 /** Unix milliseconds the app sends: from 2000-01-01 to before 3000-01-01. */
 export const TimeMs = (description: string) =>
-  Type.Integer({ minimum: 946_684_800_000, maximum: 32_503_679_999_999, description: `${description} (Unix ms)` });
+  Type.Integer({ minimum: TIME_MS_MIN, maximum: TIME_MS_MAX, description: `${description} (Unix ms)` });
 
 /** An error answer whose message is one of `examples` (the first is the document's example). */
 export const errorAnswer = (description: string, ...examples: string[]): ApiAnswer => ({

@@ -69,11 +69,11 @@ export function numberIn(value: unknown, path: string, min: number, max: number)
   return number;
 }
 
-/** The millisecond times the app sends are plausible from 2000-01-01 to before 3000-01-01. */
-const TIME_MS_MIN = 946_684_800_000;
-const TIME_MS_END = 32_503_680_000_000;
+/** The millisecond times the app sends are plausible from 2000-01-01 to the last millisecond of 2999. */
+export const TIME_MS_MIN = 946_684_800_000;
+export const TIME_MS_MAX = 32_503_679_999_999;
 
-const isPlausibleMs = (ms: number) => ms >= TIME_MS_MIN && ms < TIME_MS_END;
+const isPlausibleMs = (ms: number) => ms >= TIME_MS_MIN && ms <= TIME_MS_MAX;
 
 /** A Unix time in milliseconds between 2000 and 2999; one off by a factor of 1000 is named as such. */
 export function timeMs(value: unknown, path: string): number {

@@ -11,18 +11,23 @@ import {
   type ApiAnswer,
   type ApiOperation,
 } from '../http/openapi.ts';
-import { compiledQueryParser, invalid, QUERY_INTEGER, uuid, type JsonObject } from '../http/validate.ts';
+import {
+  compiledQueryParser,
+  invalid,
+  QUERY_INTEGER,
+  TIME_MS_MAX,
+  TIME_MS_MIN,
+  uuid,
+  type JsonObject,
+} from '../http/validate.ts';
 import { limits } from '../limits.ts';
 import { ForwardingStatusSchema } from '../planner/model.ts';
 import { UTC_MIN } from '../telemetry/fields.ts';
 import { LatestSampleSchema } from '../telemetry/model.ts';
 import { exportFormats } from './service.ts';
 
-/** `startedAt` and charging times: Unix ms from 2000-01-01 to before 3000-01-01, as the app's times are checked. */
-export const MS_MIN = 946_684_800_000;
-export const MS_MAX = 32_503_679_999_999;
-/** Sample times: Unix seconds from 2000-01-01 on. */
-export const UTC_MAX = Math.floor(MS_MAX / 1000);
+/** Sample times: Unix seconds up to the end of 2999, as the app's millisecond times. */
+const UTC_MAX = Math.floor(TIME_MS_MAX / 1000);
 
 /** An optional integer parameter from `min` to `max`. */
 function integerParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined {
@@ -77,7 +82,7 @@ const range = (unit: string, min: number, max: number) => ({
 /** The query of `GET /v1/charging-sessions`: checked by the route, and described in the document. */
 export const SessionsQuery = Type.Object({
   installationId: Uuid('The installation.'),
-  ...range('Unix ms, of startedAt', MS_MIN, MS_MAX),
+  ...range('Unix ms, of startedAt', TIME_MS_MIN, TIME_MS_MAX),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: limits.sessionsPageMax, description: 'Sessions per page.', examples: [20] }),
   ),
@@ -251,7 +256,7 @@ type SessionsFormat = (typeof exportFormats.sessions)[number];
 /** The sessions list's query checked parameter by parameter, in the documented order. */
 export function explainSessionsQuery(query: URLSearchParams): SessionsAsked {
   const installationId = installationParam(query);
-  const range = rangeParams(query, MS_MIN, MS_MAX);
+  const range = rangeParams(query, TIME_MS_MIN, TIME_MS_MAX);
   // With a format, every session of the range as one file; without, a page of the JSON list.
   if (query.has('format'))
     return { kind: 'export', installationId, range, format: formatParam(query, exportFormats.sessions) };
