@@ -1,10 +1,12 @@
 /** A signed-in dashboard's cookie spares /pair from the backstop, whatever address it comes from. */
-import { expect, test } from 'bun:test';
+import { afterEach, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { formTokenOf, postForm, signIn } from './dashboard-support.ts';
 import { PASSWORD, startPairing, WRONG_PASSWORD } from './pairing-support.ts';
-import { startGuarded } from './strangers-support.ts';
+import { closeAndCheckLogs, startGuarded } from './strangers-support.ts';
 import { INSTALLATION } from './support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const from = (address: string) => ({ 'x-forwarded-for': address });
 

@@ -2,12 +2,14 @@
  * The smaller findings of the review: addresses written as RFC 5952 says, an empty password field that
  * guesses nothing.
  */
-import { describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, test } from 'bun:test';
 import { clientAddress, coarseAddress, recordPeer } from '../src/http/client-address.ts';
 import { limits } from '../src/limits.ts';
 import { INSTALLATION } from './support.ts';
 import type { Started } from './pairing-support.ts';
-import { keepSecretsOf, startGuarded } from './strangers-support.ts';
+import { closeAndCheckLogs, keepSecretsOf, startGuarded } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const addressOf = (peer: string) => clientAddress(recordPeer(new Request('http://localhost/'), peer), false);
 

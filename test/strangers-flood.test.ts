@@ -2,10 +2,12 @@
  * Security events from many addresses at once: each address is logged at most once a minute, and all
  * of them together at most 60 lines a minute, the rest summed up in one `security.lines_dropped` line.
  */
-import { expect, test } from 'bun:test';
+import { afterEach, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { INSTALLATION } from './support.ts';
-import { clock, linesOf, MINUTE, startGuarded } from './strangers-support.ts';
+import { clock, closeAndCheckLogs, linesOf, MINUTE, startGuarded } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const BAD_TOKEN = 'a-token-no-one-holds-0123456789';
 const FLOOD = 300;

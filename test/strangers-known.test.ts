@@ -1,8 +1,10 @@
 /** The addresses that gave the right password are deleted from the database 30 days after their last. */
-import { expect, test } from 'bun:test';
+import { afterEach, expect, test } from 'bun:test';
 import { tempDir, waitUntil } from './support.ts';
 import { PASSWORD } from './pairing-support.ts';
-import { clock, listDevices, startGuarded } from './strangers-support.ts';
+import { clock, closeAndCheckLogs, listDevices, startGuarded } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const DAY = 24 * 60 * 60_000;
 

@@ -3,11 +3,22 @@
  * trip the backstop only at its threshold and never lock out an address that knows the password, and a
  * car's token sent to the device endpoints is not a password guess.
  */
-import { describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { answer, INSTALLATION, tempDir } from './support.ts';
 import { pairDevice, PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
-import { clock, linesOf, listDevices, MINUTE, seenSecrets, startGuarded, statusOf } from './strangers-support.ts';
+import {
+  clock,
+  closeAndCheckLogs,
+  linesOf,
+  listDevices,
+  MINUTE,
+  seenSecrets,
+  startGuarded,
+  statusOf,
+} from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const STRANGER = '198.51.100.7';
 const DAY = 24 * 60 * 60_000;

@@ -2,7 +2,7 @@
  * What an owner sees of strangers: security events with the client address (the socket's, or the last
  * forwarded one behind a trusted proxy), no-store on every API answer, and the start-up warnings.
  */
-import { describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, test } from 'bun:test';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clientAddress, coarseAddress, recordPeer } from '../src/http/client-address.ts';
@@ -10,7 +10,9 @@ import { createMemoryLogger } from '../src/log.ts';
 import { serve } from '../src/server.ts';
 import { INSTALLATION, overSocket, tempDir, testConfig } from './support.ts';
 import { PASSWORD, WRONG_PASSWORD } from './pairing-support.ts';
-import { clock, linesOf, MINUTE, startGuarded } from './strangers-support.ts';
+import { clock, closeAndCheckLogs, linesOf, MINUTE, startGuarded } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const BAD_TOKEN = 'not-a-token-anyone-holds-0123456789';
 

@@ -2,10 +2,12 @@
  * Car names that show nothing are refused, however they are made; the sequences whose invisible parts
  * show as one character (keycaps, subdivision flags, emoji joined into one, variation selectors) are not.
  */
-import { expect, test } from 'bun:test';
+import { afterEach, expect, test } from 'bun:test';
 import { answer, INSTALLATION } from './support.ts';
-import { keepSecretsOf, startGuarded } from './strangers-support.ts';
+import { closeAndCheckLogs, keepSecretsOf, startGuarded } from './strangers-support.ts';
 import type { Started } from './pairing-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const NOTHING = 'name must hold a visible character';
 const HIDDEN = 'name must not hold format, separator or invisible characters';

@@ -2,11 +2,13 @@
  * Which browser requests count as another site's: `Sec-Fetch-Site` decides when sent, else the `Origin`'s
  * host is compared with the request's; the car's endpoints refuse a page of another site too.
  */
-import { describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, test } from 'bun:test';
 import { answer, buildRequest, INSTALLATION, type TestService } from './support.ts';
 import type { Config } from '../src/config.ts';
 import { PASSWORD, type Started } from './pairing-support.ts';
-import { keepSecretsOf, linesOf, startGuarded } from './strangers-support.ts';
+import { closeAndCheckLogs, keepSecretsOf, linesOf, startGuarded } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const OWNER = '203.0.113.20';
 /** The host the owner's browser and the car reach the service by, behind a proxy that ends TLS. */

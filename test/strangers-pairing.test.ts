@@ -3,13 +3,14 @@
  * back, the approval page tells the owner what the requester did not choose, names that hide characters
  * are refused, and another site's form posts are refused before anything is counted.
  */
-import { describe, expect, test } from 'bun:test';
+import { afterEach, describe, expect, test } from 'bun:test';
 import { limits } from '../src/limits.ts';
 import { answer, installationNumbered, INSTALLATION, OTHER_INSTALLATION, type TestService } from './support.ts';
 import type { Config } from '../src/config.ts';
 import { pairDevice, PASSWORD, type Started, WRONG_PASSWORD } from './pairing-support.ts';
 import {
   clock,
+  closeAndCheckLogs,
   keepSecretsOf,
   linesOf,
   listDevices,
@@ -18,6 +19,8 @@ import {
   startGuarded,
   statusOf,
 } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const STRANGER = '198.51.100.7';
 const CAR = '203.0.113.20';

@@ -1,6 +1,8 @@
 /** Tokens no one holds at the relay are logged as at the ingest endpoints: `auth.bad_token` by address. */
-import { expect, test } from 'bun:test';
-import { clock, linesOf, MINUTE, startGuarded } from './strangers-support.ts';
+import { afterEach, expect, test } from 'bun:test';
+import { clock, closeAndCheckLogs, linesOf, MINUTE, startGuarded } from './strangers-support.ts';
+
+afterEach(closeAndCheckLogs);
 
 const STRANGER = '198.51.100.7';
 const BAD = 'a-relay-token-no-one-holds';

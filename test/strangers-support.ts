@@ -1,5 +1,5 @@
 /** Helpers of the tests of strangers: requests from a given client address, and the log's secrets. */
-import { afterEach, expect } from 'bun:test';
+import { expect } from 'bun:test';
 import { startTestService, type TestService, type TestServiceOptions } from './support.ts';
 import { PASSWORD, WRONG_PASSWORD, type Started } from './pairing-support.ts';
 import type { Config } from '../src/config.ts';
@@ -30,7 +30,12 @@ export function keepSecretsOf(started: Started): Started {
   return started;
 }
 
-afterEach(async () => {
+/**
+ * Closes the test's services and checks their logs for every secret the test saw. Each test file registers it
+ * (`afterEach(closeAndCheckLogs)`): Bun loads this module once a run, so a hook registered here would run after
+ * the tests of the first file that imports it only.
+ */
+export async function closeAndCheckLogs(): Promise<void> {
   const services = open.splice(0);
   for (const service of services) await service.close();
   const secrets = [
@@ -43,7 +48,7 @@ afterEach(async () => {
     const log = service.log.lines.join('\n');
     for (const secret of secrets) expect(log).not.toContain(secret);
   }
-});
+}
 
 /** `GET /v1/devices` from an address with a bearer value (a password or a token). */
 export function listDevices(service: TestService, address: string, bearer: string | null) {
