@@ -149,8 +149,13 @@ export const pairingApi: ApiOperation[] = [
         `name must be a string of 1..${limits.deviceNameMaxChars} characters`,
         'name must not hold control or text-direction characters',
         'name must not hold a lone surrogate',
+        'name must not hold format, separator or invisible characters',
+        'name must hold a visible character',
       ]),
-      429: errorAnswer(`${limits.pairingOpenMax} requests are open.`, messages.tooManyPairingRequests),
+      429: errorAnswer(
+        `${limits.pairingOpenPerAddress} requests are open from this address, or ${limits.pairingOpenMax} in all.`,
+        messages.tooManyPairingRequests,
+      ),
     },
   },
   {
