@@ -105,7 +105,14 @@ describe('LineChart', () => {
   });
   test('many points: the line alone', () => {
     const points = Array.from({ length: 41 }, (_, x) => ({ x, y: x }));
-    expect(LineChart({ id: 'p', title: 'P', unit: 'kW', points, xLabel: String }) as string).not.toContain('<circle');
+    const svg = LineChart({ id: 'p', title: 'P', unit: 'kW', points, xLabel: String }) as string;
+    expect(svg).not.toContain('<circle');
+    expect(
+      svg
+        .match(/<polyline class="line" points="([^"]*)"/)?.[1]
+        ?.trim()
+        .split(/\s+/),
+    ).toHaveLength(41);
   });
 });
 

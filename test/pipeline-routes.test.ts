@@ -188,8 +188,16 @@ describe('a path the params schema refuses is the 400 of before', () => {
   });
 
   test('an id with escapes or a trailing slash is read as decoded, in any case', async () => {
-    const escaped = `/v1/planner/status/%35${INSTALLATION.slice(1).toUpperCase()}/`;
-    expect((await service.request('GET', escaped)).status).toBe(200);
+    const utc = Math.floor(Date.now() / 1000) - 60;
+    const stored = await service.request('POST', '/v1/telemetry', {
+      body: { installationId: INSTALLATION, samples: [{ utc, soc: 50 }] },
+    });
+    expect(stored.status).toBe(200);
+    const escaped = `/v1/telemetry/latest/%35${INSTALLATION.slice(1).toUpperCase()}/`;
+    expect(await answer(await service.request('GET', escaped))).toMatchObject({
+      status: 200,
+      body: { installationId: INSTALLATION, utc, soc: 50 },
+    });
   });
 });
 
