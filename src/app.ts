@@ -138,7 +138,7 @@ export function createApp({
   // What the server holds in memory of an installation that the `purge` command deletes.
   const purgeHolders = [consumption, planner, { forget: () => devices.reloadIfChanged() }];
   const purges = new PurgeWatcher(storage.db, storage.committer, purgeHolders, log);
-  const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays ?? null, now);
+  const retention = new Retention(storage.db, storage.committer, log, config.telemetryRetentionDays, now);
   const ingestBounds = { ...ingestBodyBounds, deadlineMs: bodyReadMs };
 
   // Without APPROVAL_PASSWORD the pairing and device paths do not exist (404); paired tokens still work.

@@ -37,7 +37,7 @@ export interface Config {
   port: number;
   planner: PlannerConfig;
   /** TELEMETRY_RETENTION_DAYS: samples older than this many days are deleted; unset keeps them for ever. */
-  telemetryRetentionDays?: number | null;
+  telemetryRetentionDays: number | null;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -397,7 +397,8 @@ function nonEmpty(value: string | undefined): string | undefined {
   return trimmed === undefined || trimmed === '' ? undefined : trimmed;
 }
 
-function isHttpUrl(value: string): boolean {
+/** Whether `value` is an absolute http:// or https:// URL. */
+export function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return url.protocol === 'http:' || url.protocol === 'https:';

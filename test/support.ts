@@ -75,6 +75,7 @@ export function testConfig(dir: string, overrides: Partial<Config> = {}): Config
     host: '127.0.0.1',
     port: 0,
     planner: { url: DEFAULT_PLANNER_URL, apiKey: null, defaultToken: null, tokens: new Map() },
+    telemetryRetentionDays: null,
     ...overrides,
   };
 }

@@ -1,6 +1,6 @@
 /** `ev-ingest healthcheck [URL]`: asks `/v1/ready`; exit 0 on a 200 within 5 s, else 1 (for images without curl). */
 import { helpOrOption, toStderr, toStdout, usage, type Out } from './command.ts';
-import { listenAddress, readEnvironment, type Env } from '../config.ts';
+import { isHttpUrl, listenAddress, readEnvironment, type Env } from '../config.ts';
 import { limits } from '../limits.ts';
 
 export const HEALTHCHECK_USAGE = `  ev-ingest healthcheck [URL]    exit 0 if URL answers 200 within 5 s, else 1
@@ -11,7 +11,7 @@ export async function healthcheckCommand(args: string[], out: Out = toStdout, er
   if (notOperands !== undefined) return notOperands;
   if (args.length > 1) return usage(err, HEALTHCHECK_USAGE);
   const url = args[0] ?? readyUrl(readEnvironment());
-  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+  if (!isHttpUrl(url)) {
     err(`ev-ingest: healthcheck needs an http:// or https:// URL, not ${JSON.stringify(url)}\n`);
     return 2;
   }
@@ -21,7 +21,7 @@ export async function healthcheckCommand(args: string[], out: Out = toStdout, er
 }
 
 /** The server's own `/v1/ready`; a wildcard address is asked on loopback, where the server also listens. */
-export function readyUrl(env: Env): string {
+function readyUrl(env: Env): string {
   const { host, port } = listenAddress(env);
   const loopback = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}/v1/ready`;

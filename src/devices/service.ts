@@ -111,7 +111,7 @@ export class DeviceRegistry {
     // Again once committed: a reload while the revocation was under way may have read the row unrevoked.
     this.remove(id);
     // On disk before the answer, even with DURABILITY=fast: a power cut must not bring a stolen token back.
-    await this.committer.flush();
+    if (device) await this.committer.flush();
     return device;
   }
 

@@ -38,7 +38,7 @@ export interface ApiOperation {
 }
 
 /** Every error body: `{"error": "..."}`. */
-export const ErrorAnswer = Type.Object(
+const ErrorAnswer = Type.Object(
   { error: Type.String({ description: 'What went wrong, in words a person reads; a 500 says only that.' }) },
   { description: 'The body of every error answer.' },
 );

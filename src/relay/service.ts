@@ -7,8 +7,7 @@ import { readBody, type BodyBounds } from '../http/body.ts';
 import { badRequest, HttpError, messages } from '../http/errors.ts';
 import type { Logger } from '../log.ts';
 import { onlyUtc, validateBatch } from '../telemetry/model.ts';
-import { logDropped } from '../telemetry/routes.ts';
-import type { Telemetry } from '../telemetry/service.ts';
+import { logDropped, type Telemetry } from '../telemetry/service.ts';
 import { lenientSample, queryToken, relayParams, tlmObject } from './model.ts';
 
 export interface RelayDeps {

@@ -1,7 +1,8 @@
 /** The telemetry feature's state: storing a batch's samples, then telling the forwarder what changed. */
 import type { Committer } from '../db/committer.ts';
 import type { SampleForwarder } from './outbox.ts';
-import type { Batch, DropReason } from './model.ts';
+import type { Logger } from '../log.ts';
+import { isUnknownFieldNote, type Batch, type DropReason } from './model.ts';
 import { sampleWrite, type telemetryWrites } from './store.ts';
 
 export class Telemetry {
@@ -33,4 +34,19 @@ export class Telemetry {
       this.forwarder.stored(installationId, { added: added.map((row) => rows[row]!), rewritten });
     this.samplesStored += rows.length;
   }
+}
+
+/**
+ * One line for a batch with dropped values, each description as `describe` words it. Descriptions never
+ * hold a coordinate, so they may be logged; those of unknown fields name a key the client chose (a token
+ * sent as a key would land in the log), so they are only counted.
+ */
+export function logDropped(log: Logger, batch: Batch, describe = (note: string) => note): void {
+  if (batch.droppedCount === 0) return;
+  log.info('telemetry.dropped', {
+    installation: batch.installationId,
+    count: batch.droppedCount,
+    unknownFields: batch.droppedReasons?.get('unknown_field') ?? 0,
+    first: JSON.stringify(batch.dropped.filter((note) => !isUnknownFieldNote(note)).map(describe)),
+  });
 }
