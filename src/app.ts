@@ -31,7 +31,7 @@ import { readinessRoutes } from './health/routes.ts';
 import { Readiness } from './health/service.ts';
 import { Authenticator } from './http/auth.ts';
 import { ingestBodyBounds, pairingBodyBounds } from './http/body.ts';
-import { namedPeer, type PeerOf } from './http/client-address.ts';
+import { addressesOf, namedPeer, type PeerOf } from './http/client-address.ts';
 import { answerError, pathOf } from './http/on-error.ts';
 import { pipeline } from './http/pipeline.ts';
 import { RepeatCounter } from './http/security-log.ts';
@@ -103,13 +103,9 @@ export function createApp({
   devices.load();
   /** The start-up's own writes: serve only once they have committed. */
   const starting = [revokeLeftovers(devices, log)];
-  const badTokens = {
-    repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'),
-    trustProxy: config.trustProxy,
-    peerOf,
-    log,
-  };
-  const crossSites = new RepeatCounter(elapsed, log, 'pairing.cross_site');
+  const addressOf = addressesOf(config.trustProxy, peerOf);
+  const badTokens = { repeats: new RepeatCounter(elapsed, log, 'auth.bad_token'), addressOf, log };
+  const crossSiteLog = { repeats: new RepeatCounter(elapsed, log, 'pairing.cross_site'), log, addressOf };
   const auth = new Authenticator(config.ingestToken, devices, badTokens);
   const consumption = new Consumption(storage.db, storage.committer);
   const chargingSessions = new ChargingSessions(storage.committer, now);
@@ -150,7 +146,7 @@ export function createApp({
           lock: new ApprovalLock(config.approvalPassword, elapsed, { known: knownAddresses(storage, log, now), log }),
         };
   const apiDocument = openApiDocument(apiOperations(pairing !== null));
-  const approval = pairing ? { lock: pairing.lock, auth, trustProxy: config.trustProxy, peerOf } : undefined;
+  const approval = pairing ? { lock: pairing.lock, auth, addressOf } : undefined;
   const routePipeline = pipeline({ auth, bodyBounds: ingestBounds, approval });
 
   // A home server is often reached by a short name (`http://nas/`): don't assume an 11-character origin.
@@ -171,7 +167,7 @@ export function createApp({
     starting.push(endSessionsOfAnotherPassword(storage.db, storage.committer, config.approvalPassword!, log));
     const signedIn = (request: Request) => dashboardSessions.holds(sessionToken(request, config));
     app
-      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSites, signedIn, peerOf }))
+      .use(pairingRoutes({ ...pairing, config, bodyBounds: pairingBounds, log, crossSiteLog, signedIn, addressOf }))
       .use(deviceRoutes({ pipeline: routePipeline, devices, log }));
     const reads = { ownerData, samples, consumption, sessions, plannerStatus, devices };
     const links = dashboardLinks(config.publicUrl);
@@ -181,10 +177,10 @@ export function createApp({
         config,
         bodyBounds: pairingBounds,
         log,
-        crossSites,
+        crossSiteLog,
         links,
         pages: ownerPages(reads, links, log, now),
-        peerOf,
+        addressOf,
       }),
     );
   }

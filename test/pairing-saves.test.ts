@@ -7,6 +7,7 @@ import { PairingBook } from '../src/pairing/service.ts';
 import { displayUserCode } from '../src/pairing/code.ts';
 import { ApprovalLock } from '../src/pairing/lockout.ts';
 import { pairingRoutes } from '../src/pairing/routes.tsx';
+import { addressesOf } from '../src/http/client-address.ts';
 import { RepeatCounter } from '../src/http/security-log.ts';
 import { createMemoryLogger } from '../src/log.ts';
 import {
@@ -34,8 +35,13 @@ import {
 /** The routes' loggers, by the real clock: no test here is refused as cross-site. */
 function routeLogs() {
   const log = createMemoryLogger();
-  const crossSites = new RepeatCounter(performance.now.bind(performance), log, 'pairing.cross_site');
-  return { log, crossSites, signedIn: () => false };
+  const addressOf = addressesOf(false);
+  const crossSiteLog = {
+    repeats: new RepeatCounter(performance.now.bind(performance), log, 'pairing.cross_site'),
+    log,
+    addressOf,
+  };
+  return { log, crossSiteLog, addressOf, signedIn: () => false };
 }
 
 // The file's own clock and service: tests move the one and `start` replaces the other.

@@ -7,7 +7,7 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, type BodyBounds } from '../http/body.ts';
-import { clientAddress, type PeerOf } from '../http/client-address.ts';
+import type { AddressOf } from '../http/client-address.ts';
 import { describeError, HttpError } from '../http/errors.ts';
 import { type CrossSiteLog, isCrossSite } from '../http/origin.ts';
 import type { Logger } from '../log.ts';
@@ -38,11 +38,10 @@ export interface DashboardDeps {
   bodyBounds: BodyBounds;
   log: Logger;
   /** Logs refused cross-site posts at most once a minute per address, shared with /pair. */
-  crossSites: CrossSiteLog['repeats'];
+  crossSiteLog: CrossSiteLog;
   /** The pages behind the sign-in, given the signed-in session. */
   pages: SignedInRoutes;
-  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
-  peerOf?: PeerOf;
+  addressOf: AddressOf;
 }
 
 /** A page handler behind the sign-in: the request, the session, the route's parameters. */
@@ -79,11 +78,10 @@ type Handler = (
 ) => PageAnswer | Response | Promise<PageAnswer | Response>;
 
 export function dashboardRoutes(deps: DashboardDeps) {
-  const { sessions, config, bodyBounds, log, crossSites, pages, peerOf, links } = deps;
-  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log, peerOf };
+  const { sessions, config, bodyBounds, log, crossSiteLog, pages, addressOf, links } = deps;
   /** Who signs in: the client's address (no session yet), as the lockout counts it. */
   const presenterOf = (request: Request): Presenter => ({
-    address: clientAddress(request, config.trustProxy, peerOf),
+    address: addressOf(request),
   });
 
   const signInPage = (status: number, notice?: string, headers?: Record<string, string>) =>

@@ -2,7 +2,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { DeviceRegistry } from '../devices/service.ts';
 import { tokenDigest } from '../devices/token.ts';
-import { clientAddress, type PeerOf } from './client-address.ts';
+import type { AddressOf } from './client-address.ts';
 import { forbidden, messages, unauthorized } from './errors.ts';
 import type { Logger } from '../log.ts';
 import type { RepeatCounter } from './security-log.ts';
@@ -25,9 +25,7 @@ export function bearerToken(header: string | null): string | null {
 /** Where the tokens no one holds are logged (`auth.bad_token`), by client address. */
 export interface BadTokens {
   repeats: RepeatCounter;
-  trustProxy: boolean;
-  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
-  peerOf?: PeerOf;
+  addressOf: AddressOf;
   log: Logger;
 }
 
@@ -76,8 +74,8 @@ export class Authenticator {
     return { kind: 'device', deviceId: device.id, installationId: device.installationId };
   }
 
-  private logBadToken(request: Request, { repeats, trustProxy, peerOf, log }: BadTokens): void {
-    const address = clientAddress(request, trustProxy, peerOf);
+  private logBadToken(request: Request, { repeats, addressOf, log }: BadTokens): void {
+    const address = addressOf(request);
     const count = repeats.due(address);
     if (count !== null) log.warn('auth.bad_token', { address, count });
   }

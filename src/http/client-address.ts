@@ -47,6 +47,15 @@ export class SocketPeers {
   readonly of: PeerOf = (request) => named.get(request) ?? this.server?.requestIP(request)?.address;
 }
 
+/** The address a request counts under, as one app's settings and listener give it (`addressesOf`). */
+export type AddressOf = (request: Request) => string;
+
+/** The client addresses of an app: from `X-Forwarded-For` behind a trusted proxy, else from its socket. */
+export const addressesOf =
+  (trustProxy: boolean, peerOf: PeerOf = namedPeer): AddressOf =>
+  (request) =>
+    clientAddress(request, trustProxy, peerOf);
+
 /**
  * The address a request counts under: an IPv4 address, an IPv6 /64 (`2001:db8:1:2::/64`), or `NO_PEER`.
  * `peerOf` is the socket's lookup (`SocketPeers`) on a listening server.

@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { clientAddress, type PeerOf } from './client-address.ts';
+import type { AddressOf } from './client-address.ts';
 import type { RepeatCounter } from './security-log.ts';
 
 type OriginConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
@@ -13,8 +13,7 @@ type OriginConfig = Pick<Config, 'publicUrl' | 'trustProxy'>;
 export interface CrossSiteLog {
   repeats: RepeatCounter;
   log: Logger;
-  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
-  peerOf?: PeerOf;
+  addressOf: AddressOf;
 }
 
 /** Why a request is taken for another site's: what the browser said, and the host the service expected. */
@@ -32,14 +31,14 @@ interface CrossSite {
  * A request naming neither (a script, an old browser) passes: the password still guards it.
  */
 export function isCrossSite(request: Request, config: OriginConfig, log: CrossSiteLog): boolean {
-  return logged(crossSiteOf(request, config), request, config, log);
+  return logged(crossSiteOf(request, config), request, log);
 }
 
 /** Whether `Sec-Fetch-Site` says `cross-site` (logged as `isCrossSite` does): the car's endpoints take no form. */
 export function isFetchedCrossSite(request: Request, config: OriginConfig, log: CrossSiteLog): boolean {
   const site = request.headers.get('sec-fetch-site')?.toLowerCase();
   const found = site === 'cross-site' ? { ...ownHostAndOrigin(request, config), site } : null;
-  return logged(found, request, config, log);
+  return logged(found, request, log);
 }
 
 function crossSiteOf(request: Request, config: OriginConfig): CrossSite | null {
@@ -57,10 +56,10 @@ function ownHostAndOrigin(request: Request, { trustProxy }: OriginConfig) {
   return { origin: origin === null ? null : hostOf(origin), expected: hostOf(requestOrigin(request, trustProxy)) };
 }
 
-function logged(found: CrossSite | null, request: Request, config: OriginConfig, crossSiteLog: CrossSiteLog) {
+function logged(found: CrossSite | null, request: Request, crossSiteLog: CrossSiteLog) {
   if (found === null) return false;
-  const { repeats, log, peerOf } = crossSiteLog;
-  const address = clientAddress(request, config.trustProxy, peerOf);
+  const { repeats, log, addressOf } = crossSiteLog;
+  const address = addressOf(request);
   const count = repeats.due(address);
   if (count !== null) log.warn('pairing.cross_site', { ...found, address, count });
   return true;

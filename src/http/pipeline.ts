@@ -5,7 +5,7 @@
  * app's one `onError`.
  */
 import { Elysia } from 'elysia';
-import { clientAddress, type PeerOf } from './client-address.ts';
+import type { AddressOf } from './client-address.ts';
 import { assertMayUse, bearerToken, type Authenticator, type Caller } from './auth.ts';
 import { readBody, readJsonObject, type BodyBounds } from './body.ts';
 import { messages, tooManyRequests, unauthorized } from './errors.ts';
@@ -18,9 +18,7 @@ export interface ApprovalCheck {
   lock: ApprovalLock;
   /** Tells the tokens cars hold, which are refused here without counting as wrong passwords. */
   auth: Pick<Authenticator, 'knows'>;
-  trustProxy: boolean;
-  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
-  peerOf?: PeerOf;
+  addressOf: AddressOf;
 }
 
 export interface PipelineDeps {
@@ -124,8 +122,8 @@ function password(approval: ApprovalCheck | undefined) {
  * During a lockout nothing is checked; otherwise every wrong password counts, but none presented and
  * a car's token (the ingest token or a paired car's, sent here by a mistaken app) guess nothing.
  */
-function assertOwner(request: Request, { lock, auth, trustProxy, peerOf }: ApprovalCheck): void {
-  const who = { address: clientAddress(request, trustProxy, peerOf) };
+function assertOwner(request: Request, { lock, auth, addressOf }: ApprovalCheck): void {
+  const who = { address: addressOf(request) };
   const seconds = lock.retryAfterSeconds(who);
   if (seconds > 0) throw tooManyRequests(messages.tooManyWrongPasswords, { 'Retry-After': String(seconds) });
   const candidate = bearerToken(request.headers.get('authorization'));

@@ -7,10 +7,9 @@ import { html } from '@elysiajs/html';
 import { Elysia } from 'elysia';
 import type { Config } from '../config.ts';
 import { handlerReadsBody, readBody, readJsonObject, type BodyBounds } from '../http/body.ts';
-import { clientAddress, coarseAddress, type PeerOf } from '../http/client-address.ts';
+import { coarseAddress, type AddressOf } from '../http/client-address.ts';
 import { badRequest, describeError, forbidden, HttpError, messages } from '../http/errors.ts';
 import { isCrossSite, isFetchedCrossSite, type CrossSiteLog } from '../http/origin.ts';
-import type { RepeatCounter } from '../http/security-log.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { approvalUrl } from './approval-url.ts';
@@ -52,12 +51,11 @@ export interface PairingDeps {
   /** The bounds of the bodies anyone may send: small, drained briefly. */
   bodyBounds: BodyBounds;
   log: Logger;
-  /** Counts refused cross-site requests per address, so that a flood of them is not a flood of lines. */
-  crossSites: RepeatCounter;
+  /** Logs refused cross-site requests at most once a minute per address, shared with the dashboard. */
+  crossSiteLog: CrossSiteLog;
   /** Whether a request carries a signed-in dashboard's cookie: the backstop spares it. */
   signedIn: (request: Request) => boolean;
-  /** The socket's peer lookup of a listening server (`SocketPeers`); else named peers only. */
-  peerOf?: PeerOf;
+  addressOf: AddressOf;
 }
 
 type PageHandler = (request: Request) => PageAnswer | Promise<PageAnswer>;
@@ -69,20 +67,16 @@ interface PageContext {
 }
 
 export function pairingRoutes(deps: PairingDeps) {
-  const { book, config, bodyBounds, log, crossSites, peerOf } = deps;
-  const crossSiteLog: CrossSiteLog = { repeats: crossSites, log, peerOf };
+  const { book, config, bodyBounds, crossSiteLog, addressOf } = deps;
   return new Elysia({ name: 'pairing' })
-    .use(carRoutes(book, config, bodyBounds, crossSiteLog))
-    .use(pageRoutes(deps, crossSiteLog));
+    .use(carRoutes(book, config, bodyBounds, crossSiteLog, addressOf))
+    .use(pageRoutes(deps));
 }
 
 /** The owner's approval page. */
-function pageRoutes(
-  { book, lock, config, bodyBounds, log, signedIn, peerOf }: PairingDeps,
-  crossSiteLog: CrossSiteLog,
-) {
+function pageRoutes({ book, lock, config, bodyBounds, log, signedIn, crossSiteLog, addressOf }: PairingDeps) {
   const presenterOf = (request: Request): Presenter => ({
-    address: clientAddress(request, config.trustProxy, peerOf),
+    address: addressOf(request),
     session: signedIn(request),
   });
 
@@ -167,6 +161,7 @@ function carRoutes(
   config: PairingDeps['config'],
   bodyBounds: BodyBounds,
   crossSiteLog: CrossSiteLog,
+  addressOf: AddressOf,
 ) {
   return (
     new Elysia()
@@ -178,7 +173,7 @@ function carRoutes(
         '/v1/pair/start',
         async ({ request }) => {
           const { installationId, name } = parseStart(await readJsonObject(request, bodyBounds));
-          const address = clientAddress(request, config.trustProxy, crossSiteLog.peerOf);
+          const address = addressOf(request);
           const pairing = await book.start(installationId, name, address);
           const userCode = displayUserCode(pairing.userCode);
           return {
