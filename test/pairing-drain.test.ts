@@ -1,5 +1,5 @@
 /**
- * The routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form) on a real socket: a body
+ * The routes anyone may call (`/v1/pair/start`, `/v1/pair/poll`, the approval form, the relay) on a real socket: a body
  * over the 4 KiB cap is answered with the readable 400 at once; the answer ends and the connection closes
  * after at most 1 MiB or 2 s of draining, cutting off whatever is still coming; memory stays bounded.
  */
@@ -109,6 +109,20 @@ test.each(['/v1/pair/start', '/v1/pair/poll'])(
     expect(ms).toBeLessThan(1500);
   },
 );
+
+test("the relay, whose token is in the body: a 5 MB form gets its 400 in the planner's shape, then is cut off", async () => {
+  const { answer, sent, ms } = await upload('/abrp/1/tlm/send', 256 * 1024, 50, 'application/x-www-form-urlencoded');
+  const { head, body } = parseAnswer(answer);
+  expect({ status: head.slice(0, 13), body }).toEqual({
+    status: 'HTTP/1.1 400 ',
+    body: '{"status":"error","error":"body is too large"}',
+  });
+  expect(head.toLowerCase()).toContain('\r\nconnection: close\r\n');
+  // Drained, not refused unread: a client at full speed would otherwise meet a reset before the 400.
+  expect(sent).toBeGreaterThan(MIB);
+  expect(sent).toBeLessThan(3 * MIB);
+  expect(ms).toBeLessThan(1500);
+});
 
 test('the approval form: a 5 MB form gets the 400 page, whole, and the connection is closed', async () => {
   const { answer, sent } = await upload('/pair', 256 * 1024, 50, 'application/x-www-form-urlencoded');

@@ -5,6 +5,7 @@
 import type { Authenticator, DeviceCaller } from '../http/auth.ts';
 import { readBody, type BodyBounds } from '../http/body.ts';
 import { badRequest, HttpError, messages } from '../http/errors.ts';
+import { limits } from '../limits.ts';
 import type { Logger } from '../log.ts';
 import { onlyUtc, validateBatch } from '../telemetry/model.ts';
 import { logDropped, type Telemetry } from '../telemetry/service.ts';
@@ -23,11 +24,14 @@ export interface RelayDeps {
 const unauthorized = () => new HttpError(401, messages.unauthorized);
 
 export class Relay {
-  /** A body whose token is inside it is read before the token is known: no drain for strangers. */
+  /**
+   * A body whose token is inside it is read before the token is known: an oversized one is drained as on
+   * the other routes without a token (1 MiB or 2 s at most), so that a client still sending reads its 400.
+   */
   private readonly strangerBounds: BodyBounds;
 
   constructor(private readonly deps: RelayDeps) {
-    this.strangerBounds = { ...deps.bodyBounds, drain: 0 };
+    this.strangerBounds = { ...deps.bodyBounds, drain: limits.pairingDrainBytes, drainMs: limits.pairingDrainMs };
   }
 
   /**
